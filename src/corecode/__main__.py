@@ -1,0 +1,5 @@
+import sys
+
+from corecode.cli import main
+
+sys.exit(main())
