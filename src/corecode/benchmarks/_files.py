@@ -111,9 +111,10 @@ def hub_rows(
     args = (dataset_id, config) if config else (dataset_id,)
     try:
         table = datasets.load_dataset(*args, split=split, **kwargs)
-    except (FileNotFoundError, ConnectionError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - datasets raises a zoo of types (offline, gated, missing, script)
         where = f"hub:{dataset_id}" + (f"[{config}]" if config else "") + f"/{split}"
         raise DatasetError(
-            where, None, None, f"could not load ({exc}); pass a local file with --path/path= instead"
+            where, None, None,
+            f"could not load ({type(exc).__name__}: {exc}); pass a local file with --path/path= instead",
         ) from exc
     return ((number, row) for number, row in enumerate(table, start=1))
