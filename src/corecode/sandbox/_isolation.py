@@ -1,0 +1,166 @@
+"""Kernel isolation primitives for the sandbox worker (standard library only, loaded by the worker by path).
+
+Everything here runs in the worker (zygote) or in a job's exec child, never in the harness. Each
+function returns what it managed to do instead of raising, so the worker can report honestly which
+protections are active on this machine (``Sandbox.isolation``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_DUMPABLE = 4
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), "unshare")
+
+
+def setns(fd: int, flags: int) -> None:
+    _check(_libc.setns(fd, flags), "setns")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def prctl(option: int, arg: int) -> None:
+    _check(_libc.prctl(option, arg, 0, 0, 0), "prctl")
+
+
+_FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "ro": MS_RDONLY}
+
+
+def _mounts() -> list[tuple[str, int]]:
+    """Mount points with the per-mount flags that a bind remount must keep (locked in user namespaces)."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            point = parts[4].replace("\\040", " ")
+            flags = 0
+            for opt in parts[5].split(","):
+                flags |= _FLAG_OPTIONS.get(opt, 0)
+            out.append((point, flags))
+    return out
+
+
+def _unhide_paths(paths: list[str]) -> None:
+    """Let a dropped-privilege job reach the interpreter when it lives under a private dir (e.g. /root).
+
+    A tmpfs (mode 0755) is laid over each ancestor that others cannot traverse, and only the needed
+    subtree is bound back, so the rest of that private dir (keys, tokens) stays hidden from jobs.
+    """
+    blockers: dict[str, set[str]] = {}
+    for path in paths:
+        path = os.path.realpath(path)
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts)):
+            ancestor = "/" + "/".join(parts[:i])
+            try:
+                mode = os.stat(ancestor).st_mode
+            except OSError:
+                break
+            if not mode & stat.S_IXOTH:
+                blockers.setdefault(ancestor, set()).add("/" + "/".join(parts[: i + 1]))
+                break
+    for ancestor, children in blockers.items():
+        keep = {child: os.open(child, os.O_PATH) for child in children if os.path.exists(child)}
+        mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
+        for child, fd in keep.items():
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(child, exist_ok=True)
+            else:
+                open(child, "w").close()
+            mount(f"/proc/self/fd/{fd}", child, None, MS_BIND | MS_REC)
+            os.close(fd)
+
+
+def setup_worker(scratch: str, scratch_mb: int, need_paths: list[str], as_root: bool) -> dict[str, object]:
+    """Enter private mount and network namespaces; make everything read-only except a private tmpfs.
+
+    Returns which protections are active. Called once per worker, so jobs pay nothing for it.
+    """
+    info: dict[str, object] = {"network": False, "readonly_fs": False, "user_namespace": False}
+    try:
+        if as_root:
+            unshare(CLONE_NEWNS | CLONE_NEWNET)
+        else:
+            uid, gid = os.getuid(), os.getgid()
+            unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET)
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"0 {uid} 1")
+            _write("/proc/self/gid_map", f"0 {gid} 1")
+            info["user_namespace"] = True
+        info["network"] = True
+    except OSError as exc:
+        info["namespace_error"] = str(exc)
+        return info
+    try:
+        mount(None, "/", None, MS_REC | MS_PRIVATE)
+        mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=0755")
+        if as_root:
+            _unhide_paths(need_paths)
+        for point, flags in _mounts():
+            if point == scratch or point.startswith(scratch + "/"):
+                continue
+            try:
+                mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+            except OSError:
+                if point in ("/", "/tmp", "/dev/shm", "/home", "/root", "/work"):
+                    raise
+        info["readonly_fs"] = True
+    except OSError as exc:
+        info["mount_error"] = str(exc)
+    return info
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def drop_to_job_user(uid: int, user_namespace: bool) -> None:
+    """In an exec child: give up root (uid drop) or the worker's namespace capabilities (nested userns)."""
+    if user_namespace:
+        # Unprivileged worker: a nested user namespace takes away the capabilities that would let the
+        # program remount our read-only binds.
+        unshare(CLONE_NEWUSER)
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", "0 0 1")
+        _write("/proc/self/gid_map", "0 0 1")
+        return
+    if os.getuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        prctl(PR_SET_DUMPABLE, 1)  # keep /proc/self/* owned by the job (peak-memory reset, status)

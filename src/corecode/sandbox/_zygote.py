@@ -1,0 +1,213 @@
+"""The sandbox worker: a clean, pre-started interpreter that forks one job per request.
+
+Run by the harness as ``python -I _zygote.py CTL_IN CTL_OUT`` with a scrubbed environment. It imports only
+the standard library modules that jobs commonly need, enters its own mount and network namespaces once
+(read-only filesystem except a private tmpfs, no network), and then serves jobs: for each, it reads the
+public part (program, test code, inputs, limits), forks the job's exec children (each pid 1 of a fresh
+PID namespace, see ``_run``), and only after the last of them has ended reads the secret part (expected
+values and outputs) — so no process that runs the program ever holds them. It compares results itself
+(it never runs untrusted code) and answers with JSON.
+
+Protocol: every message is a 4-byte little-endian length and a body; harness -> worker bodies are pickles
+(the harness is trusted), worker -> harness bodies are JSON.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import pickle
+import shutil
+import signal
+import struct
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import _isolation as iso  # noqa: E402
+import _run  # noqa: E402
+import _verdict  # noqa: E402
+
+sys.path.remove(HERE)
+
+
+def recv(fd: int) -> bytes | None:
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    body = _read_exact(fd, struct.unpack("<I", head)[0])
+    if body is None:
+        raise EOFError("control pipe closed mid-message")
+    return body
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, n - got)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def send(fd: int, body: bytes) -> None:
+    view = memoryview(struct.pack("<I", len(body)) + body)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class Worker:
+    def __init__(self, setup: dict, ctl_in: int, ctl_out: int):
+        self.setup, self.ctl_in, self.ctl_out = setup, ctl_in, ctl_out
+        self.scratch = setup["scratch"]
+        self.as_root = os.getuid() == 0
+        self.host_pid = os.getpid()
+        if setup.get("cgroup"):
+            with open(os.path.join(setup["cgroup"], "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        info = {"network": False, "readonly_fs": False, "user_namespace": False}
+        if setup["isolate"]:
+            info = iso.setup_worker(self.scratch, setup["scratch_mb"], setup["need_paths"], self.as_root)
+        info["pid_namespace"] = setup["isolate"] and self._enter_pid_namespace(info)
+        info["pids_cgroup"] = bool(setup.get("cgroup"))
+        # Jobs drop root only inside the isolated filesystem, where the interpreter is reachable for them.
+        info["uid_drop"] = self.as_root and bool(info.get("readonly_fs"))
+        self.info = info
+        for name in setup["preload"]:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+        iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)  # orphans of a job come back to us to be reaped
+        gc.collect()
+        gc.freeze()  # keep forked jobs from touching (copying) the worker's object headers
+
+    def _enter_pid_namespace(self, info: dict) -> bool:
+        """Become pid 1 of a PID namespace of our own, so that ``kill(-1)`` reaches every job process.
+
+        The process the harness started stays outside and only waits; the worker continues in its child.
+        Every job process (even one that called ``setsid``) lives in this namespace, so after each job one
+        ``kill(-1, SIGKILL)`` from pid 1 removes them all; and when the worker dies, the kernel kills them.
+        """
+        self.host_pid = os.getpid()
+        try:
+            iso.unshare(iso.CLONE_NEWPID)
+        except OSError as exc:
+            info["pid_namespace_error"] = str(exc)
+            return False
+        pid = os.fork()
+        if pid != 0:  # the outer process: mirror the worker's fate
+            os.close(self.ctl_in)
+            os.close(self.ctl_out)
+            status = os.waitpid(pid, 0)[1]
+            os._exit(max(0, os.waitstatus_to_exitcode(status)))
+        iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)  # the harness killed the outer process: go too
+        self.host_pid = int(os.readlink("/proc/self"))  # still the host's /proc: our pid out there
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # pid 1 gets only signals it handles: handle none
+        if info.get("readonly_fs"):
+            iso.mount("proc", "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC)
+        return True
+
+    def job_context(self, jobdir: str, limits: dict) -> dict:
+        return {"jobdir": jobdir, "job_uid": self.setup["job_uid"], "limits": limits,
+                "user_namespace": self.info.get("user_namespace", False), "uid_drop": self.info["uid_drop"],
+                "sweep": self._sweep}
+
+    def _sweep(self) -> None:
+        """Between children: nothing of the last one may survive, and the next starts on an empty tmpfs."""
+        if self.info["pid_namespace"]:
+            try:
+                os.kill(-1, signal.SIGKILL)  # from pid 1: every other process of the namespace
+            except ProcessLookupError:
+                pass
+            _reap(block=True)
+        else:
+            if self.setup.get("cgroup"):
+                _kill_cgroup(self.setup["cgroup"], os.getpid())
+            _reap(block=False)
+        for name in os.listdir(self.jobdir):
+            path = os.path.join(self.jobdir, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+
+    def serve_one(self, public: dict) -> dict:
+        """Run all children of a job, *then* read its secret part, then judge."""
+        self.jobdir = os.path.join(self.scratch, "job")
+        t0 = time.monotonic()
+        try:
+            os.mkdir(self.jobdir, 0o700)
+            if self.info["uid_drop"]:
+                os.chown(self.jobdir, self.setup["job_uid"], self.setup["job_uid"])
+            ctx = self.job_context(self.jobdir, public["limits"])
+            report = _run.run_groups(public, ctx)
+        finally:
+            secret = pickle.loads(recv(self.ctl_in))  # always consume it: keeps the protocol in step
+        wall = time.monotonic() - t0
+        verdicts = None
+        checker = public.get("checker_job")
+        outputs = _verdict.stdio_outputs(public, report) if checker and "groups" in report else None
+        if outputs:
+            cases = [(public["groups"][g]["input"], secret["outputs"][i], out) for g, i, out in outputs]
+            checker_report = _run.run_checker_job(checker, cases, public["limits"], ctx)
+            verdicts = _verdict.checker_verdicts(checker_report, [i for _, i, _ in outputs])
+        shutil.rmtree(self.jobdir, ignore_errors=True)
+        return _verdict.judge(public, secret, report, wall, verdicts)
+
+
+def _reap(block: bool) -> None:
+    while True:
+        try:
+            if os.waitpid(-1, 0 if block else os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def _kill_cgroup(path: str, keep: int) -> None:
+    """Without a PID namespace: SIGKILL every process of the worker's pids cgroup except the worker."""
+    for _ in range(100):
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            pids = [int(p) for p in f.read().split() if int(p) != keep]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.001)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
+def main() -> None:
+    ctl_in, ctl_out = int(sys.argv[1]), int(sys.argv[2])
+    setup = pickle.loads(recv(ctl_in))
+    worker = Worker(setup, ctl_in, ctl_out)
+    send(ctl_out, json.dumps({"ready": True, "isolation": worker.info, "pid": worker.host_pid}).encode())
+    while True:
+        body = recv(ctl_in)
+        if body is None:
+            return
+        public = pickle.loads(body)
+        try:
+            reply = worker.serve_one(public)
+        except Exception:  # noqa: BLE001 - our own failure: report it, the harness raises SandboxError
+            reply = {"error": traceback.format_exc()[-2000:]}
+        send(ctl_out, json.dumps(reply).encode())
+
+
+if __name__ == "__main__":
+    main()

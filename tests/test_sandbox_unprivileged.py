@@ -1,0 +1,97 @@
+"""The unprivileged path (user namespaces instead of root), exercised by running a harness as uid 65534.
+
+Needs root (to switch to uid 65534 with setpriv) and a system Python outside /root that uid 65534 can run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, SRC)
+    from corecode.sandbox import Sandbox, SandboxConfig
+    from corecode.types import AssertTest, Problem, StdioTest
+    ADD = Problem(id="t", source="t", statement="", tests=(AssertTest("assert add(1, 2) == 3"),))
+    GOOD = "def add(a, b): return a + b\\n"
+    out = {}
+    config = SandboxConfig(workers=1, time_limit_s=0.5, reference_timing=False, python=sys.executable)
+    with Sandbox(config) as sb:
+        out["isolation"] = sb.isolation
+        out["good"] = sb.run(GOOD, ADD).status.value
+        out["wrong"] = sb.run("def add(a, b): return a - b", ADD).status.value
+        out["loop"] = sb.run("def add(a, b):\\n    while True: pass", ADD).status.value
+        out["write"] = sb.run(f"open({TARGET!r}, 'w').write('x')\\n" + GOOD, ADD).status.value
+        remount = ("import ctypes\\nlibc = ctypes.CDLL(None, use_errno=True)\\n"
+                   "print(libc.mount(None, b'/', None, 32 | 4096, None))")
+        out["remount"] = sb.execute(remount, [StdioTest("", "-1")]).status.value
+        out["net"] = sb.run("import socket\\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\\n" + GOOD,
+                            ADD).status.value
+        bomb = "import os\\ndef add(a, b):\\n    while True:\\n        try: os.fork()\\n        except OSError: pass"
+        out["bomb"] = sb.run(bomb, ADD).status.value
+        escapee = "import subprocess\\nsubprocess.Popen(['sleep', '987654'], start_new_session=True)\\n" + GOOD
+        out["escapee"] = sb.run(escapee, ADD).status.value
+        out["after"] = sb.run(GOOD, ADD).status.value
+    print(json.dumps(out))
+""")
+
+
+def _usable() -> str | None:
+    if os.getuid() != 0:
+        return "needs root to switch to uid 65534"
+    if not (os.access(SYSTEM_PYTHON, os.X_OK) and shutil.which("setpriv")):
+        return f"needs {SYSTEM_PYTHON} and setpriv"
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SYSTEM_PYTHON, "-c",
+                            f"import sys; sys.path.insert(0, {str(SRC)!r}); import corecode.sandbox"],
+                           capture_output=True)
+    return None if probe.returncode == 0 else "uid 65534 cannot import corecode with the system Python"
+
+
+def test_unprivileged_user_gets_the_same_protections(tmp_path):
+    reason = _usable()
+    if reason:
+        pytest.skip(reason)
+    tmp_path.chmod(0o777)
+    target = tmp_path / "pwned.txt"
+    script = f"SRC = {str(SRC)!r}\nTARGET = {str(target)!r}\n" + SCRIPT
+    before = _sleepers()
+    run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", f"HOME={tmp_path}",
+                          SYSTEM_PYTHON, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    iso = out["isolation"]
+    if not iso["user_namespace"]:
+        pytest.skip(f"user namespaces are not available to unprivileged users here: {iso}")
+    assert iso["network"] and iso["readonly_fs"] and iso["pid_namespace"] and not iso["uid_drop"]
+    assert out["good"] == "passed" and out["after"] == "passed" and out["wrong"] == "wrong_answer"
+    assert out["loop"] == "timeout" and out["write"] == "runtime_error" and not target.exists()
+    assert out["remount"] == "passed"  # mount() returned -1: the job cannot undo the read-only binds
+    assert out["net"] == "runtime_error" and out["bomb"] in ("timeout", "runtime_error")
+    assert out["escapee"] == "passed"
+    assert _sleepers() <= before, "a `sleep 987654` started by a job survived"
+
+
+def _sleepers() -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and Path(f"/proc/{entry}/cmdline").read_bytes() == b"sleep\x00987654\x00":
+                found.add(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
