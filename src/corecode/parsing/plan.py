@@ -1,0 +1,145 @@
+"""Parse an Algorithmic Thought (the Planner's plan) into its four named parts.
+
+The format (METHOD.md section 2) has four parts, in this order: Input-Output Definition, Linear
+Progression, Conditional Logic, Iteration. Models write the headings in many ways: ``## 1. Input-Output
+Definition``, ``**Input/Output Definition:** ...``, ``1) Linear progression -``, ``Iteration`` alone on a
+line, or the authors' wording (Sequence / Branch / Loop). :func:`parse_plan` accepts those; a part whose
+heading is absent, or whose text is empty, is listed in :attr:`Plan.missing`. A plan with missing parts is
+still usable (the Coder gets the raw text); the training rewards may count it as a format miss.
+
+A heading must start its line (after optional markdown ``#``, bold markers, and a number such as ``1.``,
+``(2)``, ``Part 3:`` or ``Step 4 -``): the words "loop" or "sequence" in the middle of a sentence are
+never taken for headings. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Plan", "parse_plan", "PLAN_PARTS", "PART_TITLES"]
+
+PLAN_PARTS: tuple[str, ...] = ("input_output", "linear_progression", "conditional_logic", "iteration")
+PART_TITLES: dict[str, str] = {
+    "input_output": "Input-Output Definition",
+    "linear_progression": "Linear Progression",
+    "conditional_logic": "Conditional Logic",
+    "iteration": "Iteration",
+}
+
+# Heading words for each part. "Strong" words are the format's own names; "weak" ones (the authors'
+# Sequence / Branch / Loop wording, and common synonyms) are used only when the strong heading is absent,
+# so that a step such as "3. Loop: over the list" does not steal the Iteration heading.
+_STRONG: dict[str, str] = {
+    "input_output": r"inputs?\s*(?:[-/&]|and)?\s*outputs?",
+    "linear_progression": r"linear\s+progression",
+    "conditional_logic": r"conditional\s+logic",
+    "iteration": r"iterations?",
+}
+_WEAK: dict[str, str] = {
+    "input_output": r"i\s*/\s*o|io",
+    "linear_progression": r"sequence|sequential\s+steps|linear\s+steps|steps",
+    "conditional_logic": r"conditionals?|conditions|branch(?:es|ing)?|edge\s+cases",
+    "iteration": r"loops?|repetition",
+}
+_SUFFIX = r"(?:\s+(?:definition|structure|logic|section|part|steps|and\s+bounds))*(?:\s*\([^)]*\))?"
+_PREFIX = (
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:[*_]{1,3}[ \t]*)?"
+    r"(?:(?:part|step|section)[ \t]*)?(?:\(?(?:\d{1,2}|[ivx]{1,4}|[a-d])(?:[.):]|[ \t]+[-–—])|\(?\d{1,2}\))?[ \t]*"
+    r"(?:[*_]{1,3}[ \t]*)?"
+)
+# After the heading words: the end of the line, or a separator followed by the part's first text.
+_TAIL = (
+    r"[ \t]*(?:[*_]{1,3})?[ \t]*"
+    r"(?:[:：\-–—][ \t]*(?:[*_]{1,3})?[ \t]*(?P<rest>.*)|[:：.]?[ \t]*(?:[*_]{1,3})?[ \t]*)$"
+)
+
+
+def _heading_pattern(words: str) -> re.Pattern[str]:
+    return re.compile(_PREFIX + rf"(?:{words}){_SUFFIX}" + _TAIL, re.IGNORECASE)
+
+
+_PATTERNS = {part: (_heading_pattern(_STRONG[part]), _heading_pattern(_WEAK[part])) for part in PLAN_PARTS}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An Algorithmic Thought split into its four parts (None for a part the text lacks)."""
+
+    raw: str
+    input_output: str | None = None
+    linear_progression: str | None = None
+    conditional_logic: str | None = None
+    iteration: str | None = None
+    missing: tuple[str, ...] = field(default=())
+
+    @property
+    def complete(self) -> bool:
+        """All four parts present and non-empty."""
+        return not self.missing
+
+    def parts(self) -> dict[str, str | None]:
+        return {part: getattr(self, part) for part in PLAN_PARTS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.parts(), "missing": list(self.missing), "raw": self.raw}
+
+    def format(self) -> str:
+        """The plan as four headed sections (a missing part is shown as missing), for printing."""
+        sections = []
+        for number, part in enumerate(PLAN_PARTS, 1):
+            text = getattr(self, part)
+            sections.append(f"{number}. {PART_TITLES[part]}\n{text if text else '(missing)'}")
+        return "\n\n".join(sections)
+
+
+def _code_free_lines(text: str) -> list[tuple[int, str]]:
+    """(index, line) for the lines outside fenced code blocks."""
+    out, in_fence = [], False
+    for index, line in enumerate(text.splitlines()):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        elif not in_fence and len(line) <= 200:
+            out.append((index, line))
+    return out
+
+
+def _find_headings(text: str) -> dict[str, tuple[int, str]]:
+    """part -> (line index, text after the heading) for each part found; strong headings win."""
+    lines = _code_free_lines(text)
+    found: dict[str, tuple[int, str]] = {}
+    for strength in (0, 1):
+        used = {index for index, _ in found.values()}
+        for part in PLAN_PARTS:
+            if part in found:
+                continue
+            for index, line in lines:
+                match = _PATTERNS[part][strength].match(line)
+                if match and index not in used:
+                    found[part] = (index, (match.group("rest") or "").strip().strip("*_").strip())
+                    used.add(index)
+                    break
+    return found
+
+
+def parse_plan(text: str) -> Plan:
+    """Split ``text`` into the four parts; the text between two headings belongs to the earlier one.
+
+    >>> plan = parse_plan("1. Input-Output Definition: a list of ints -> int\\n2. Linear Progression:\\n"
+    ...                   "sum them\\n3. Conditional Logic: empty list gives 0\\n4. Iteration: one loop, O(n)")
+    >>> plan.linear_progression, plan.missing
+    ('sum them', ())
+    >>> parse_plan("just add the numbers").missing
+    ('input_output', 'linear_progression', 'conditional_logic', 'iteration')
+    """
+    text = text or ""
+    lines = text.splitlines()
+    headings = sorted((index, part, rest) for part, (index, rest) in _find_headings(text).items())
+    parts: dict[str, str | None] = dict.fromkeys(PLAN_PARTS)
+    for position, (index, part, rest) in enumerate(headings):
+        end = headings[position + 1][0] if position + 1 < len(headings) else len(lines)
+        body = "\n".join([rest, *lines[index + 1 : end]]).strip().strip("*_").strip()
+        parts[part] = body or None
+    missing = tuple(part for part in PLAN_PARTS if not parts[part])
+    return Plan(raw=text, missing=missing, **parts)

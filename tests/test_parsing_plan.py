@@ -1,0 +1,73 @@
+"""parse_plan: the four parts of an Algorithmic Thought under many heading styles."""
+
+import pytest
+
+from corecode.parsing import PLAN_PARTS, parse_plan
+
+BODIES = ("a list of ints; returns an int", "sort, then scan", "empty list returns 0", "one pass, O(n log n)")
+
+
+def _plan(headings, sep="\n"):
+    return "\n\n".join(f"{h}{sep}{b}" for h, b in zip(headings, BODIES))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _plan(["## 1. Input-Output Definition", "## 2. Linear Progression", "## 3. Conditional Logic", "## 4. Iteration"]),
+        _plan(["**Input/Output Definition:**", "**Linear Progression:**", "**Conditional Logic:**", "**Iteration:**"], " "),
+        _plan(["1) Input and Output", "2) Linear progression", "3) Conditional logic", "4) Iterations"]),
+        _plan(["### Input-Output", "### Sequence", "### Branch", "### Loop"]),
+        _plan(["Input Output Definition -", "Linear Progression -", "Conditional Logic -", "Iteration -"], " "),
+        _plan(["Part 1: Input-Output Definition", "Part 2: Linear Progression", "Part 3: Conditional Logic", "Part 4: Iteration"]),
+        _plan(["**1. Input-Output Definition**", "**2. Linear Progression**", "**3. Conditional Logic**", "**4. Iteration**"]),
+    ],
+    ids=["markdown-numbered", "bold-inline", "paren-numbers", "authors-words", "dash", "part-n", "bold-numbered"],
+)
+def test_four_parts_in_many_styles(text):
+    plan = parse_plan(text)
+    assert plan.missing == ()
+    assert [plan.parts()[p] for p in PLAN_PARTS] == list(BODIES)
+
+
+def test_missing_parts_are_listed_and_raw_kept():
+    text = "Input-Output Definition: a string\nLinear Progression: reverse it"
+    plan = parse_plan(text)
+    assert plan.missing == ("conditional_logic", "iteration")
+    assert plan.raw == text and not plan.complete
+    assert plan.input_output == "a string"
+
+
+def test_empty_heading_counts_as_missing():
+    plan = parse_plan("## Input-Output Definition\n\n## Linear Progression\nsteps\n## Conditional Logic\nx\n## Iteration\ny")
+    assert plan.missing == ("input_output",)
+
+
+def test_words_inside_steps_are_not_headings():
+    text = (
+        "## Input-Output Definition\nints\n## Linear Progression\n1. Loop: go over the list.\n"
+        "2. Sequence of checks follows\n## Conditional Logic\nif empty return 0\n## Iteration\nfor loop, O(n)"
+    )
+    plan = parse_plan(text)
+    assert plan.missing == ()
+    assert "Loop: go over the list." in plan.linear_progression
+    assert plan.iteration == "for loop, O(n)"
+
+
+def test_out_of_order_and_code_fences():
+    text = "Iteration: a loop\n```\nInput-Output: fake heading inside code\n```\nInput-Output Definition: real"
+    plan = parse_plan(text)
+    assert plan.input_output == "real"
+    assert plan.iteration.startswith("a loop")
+
+
+def test_no_plan_at_all():
+    assert parse_plan("").missing == PLAN_PARTS
+    assert parse_plan("Just add the numbers.").missing == PLAN_PARTS
+
+
+def test_format_and_to_dict():
+    plan = parse_plan("Input-Output Definition: x\nIteration: y")
+    shown = plan.format()
+    assert "1. Input-Output Definition\nx" in shown and "2. Linear Progression\n(missing)" in shown
+    assert plan.to_dict()["missing"] == ["linear_progression", "conditional_logic"]
