@@ -6,13 +6,14 @@ A reply that is an Exception instance is raised, to test failure paths.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 
 from corecode.backends.base import Completion, Conversation, SamplingConfig
-from corecode.errors import BackendError
+from corecode.errors import BackendError, ConfigError
 
-__all__ = ["ScriptedBackend"]
+__all__ = ["ScriptedBackend", "create"]
 
 Reply = str | BaseException
 
@@ -59,3 +60,17 @@ class ScriptedBackend:
 
     def close(self) -> None:
         pass
+
+
+def create(target: str = "", *, replies: Sequence[Reply] | None = None, name: str = "scripted") -> ScriptedBackend:
+    """``load_backend("scripted", replies=[...])`` or ``load_backend("scripted:REPLIES.json")`` (a JSON list)."""
+    if replies is None:
+        if not target:
+            raise ConfigError("the scripted backend needs replies=[...] or a file: 'scripted:REPLIES.json'")
+        try:
+            replies = json.loads(open(target, encoding="utf-8").read())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{target}: cannot read scripted replies: {exc}") from exc
+        if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
+            raise ConfigError(f"{target}: scripted replies must be a JSON list of strings")
+    return ScriptedBackend(replies, name=name)
