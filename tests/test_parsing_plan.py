@@ -71,3 +71,19 @@ def test_format_and_to_dict():
     shown = plan.format()
     assert "1. Input-Output Definition\nx" in shown and "2. Linear Progression\n(missing)" in shown
     assert plan.to_dict()["missing"] == ["linear_progression", "conditional_logic"]
+
+
+def test_bold_label_inside_a_markdown_section_is_content_not_a_heading():
+    # Seen in a real cpu-demo plan of Qwen2.5-Coder-0.5B: the model restated the I/O definition as a
+    # numbered bold label under "### Linear Progression"; that section must keep its text.
+    text = (
+        "### Linear Progression\n"
+        "1. **Input-Output Definition**: a list of ints -> bool\n"
+        "2. sort, then compare neighbours\n"
+        "### Conditional Logic\nif fewer than 2 items return False\n"
+        "### Iteration\nfor i in range(n - 1)\n"
+    )
+    plan = parse_plan(text)
+    assert plan.missing == ("input_output",)
+    assert "sort, then compare neighbours" in plan.linear_progression
+    assert plan.conditional_logic == "if fewer than 2 items return False"

@@ -105,9 +105,22 @@ def _code_free_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _markdown_style(lines: list[tuple[int, str]]) -> bool:
+    """True when at least two parts have markdown ``#`` headings under their own names.
+
+    Then the plan's heading style is markdown, and a numbered bold label inside a section (a model that
+    writes ``1. **Input-Output Definition**`` under ``### Linear Progression``) is content, not a heading.
+    """
+    hashed = [(index, line) for index, line in lines if line.lstrip().startswith("#")]
+    parts = {part for part in PLAN_PARTS for _, line in hashed if _PATTERNS[part][0].match(line)}
+    return len(parts) >= 2
+
+
 def _find_headings(text: str) -> dict[str, tuple[int, str]]:
     """part -> (line index, text after the heading) for each part found; strong headings win."""
     lines = _code_free_lines(text)
+    if _markdown_style(lines):
+        lines = [(index, line) for index, line in lines if line.lstrip().startswith("#")]
     found: dict[str, tuple[int, str]] = {}
     for strength in (0, 1):
         used = {index for index, _ in found.values()}
