@@ -194,6 +194,8 @@ class Status(str, enum.Enum):
 class TestResult:
     """The outcome of one test case."""
 
+    __test__ = False  # not a pytest test class, despite its name
+
     index: int
     status: Status
     cpu_time_s: float = 0.0
