@@ -1,0 +1,36 @@
+"""Metrics of generated programs: pass@k, APR, Collaboration Gain, complexity, failures, efficiency, cost.
+
+Standard library only (the metrics layer sits below benchmarks, backends and pipelines). Every metric is a
+plain function of plain records, so training can log the same numbers that evaluation reports.
+"""
+
+from corecode.metrics.apr import apr_macro, apr_micro, per_problem_pass_rate
+from corecode.metrics.collaboration import (
+    CollaborationGain,
+    collaboration_gain,
+    collaboration_gain_from_counts,
+    mean_pass_at_k,
+)
+from corecode.metrics.complexity import cyclomatic_complexity
+from corecode.metrics.cost import Cost, inference_cost
+from corecode.metrics.efficiency import Efficiency, efficiency
+from corecode.metrics.failures import failure_rates, runtime_error_rates
+from corecode.metrics.passk import pass_at_k
+
+__all__ = [
+    "pass_at_k",
+    "mean_pass_at_k",
+    "apr_macro",
+    "apr_micro",
+    "per_problem_pass_rate",
+    "CollaborationGain",
+    "collaboration_gain",
+    "collaboration_gain_from_counts",
+    "cyclomatic_complexity",
+    "Cost",
+    "inference_cost",
+    "Efficiency",
+    "efficiency",
+    "failure_rates",
+    "runtime_error_rates",
+]

@@ -1,0 +1,45 @@
+"""`corecode report RUN_DIR [RUN_DIR ...]`: one comparison table across runs, and plots."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="finished `corecode eval` run directories")
+    parser.add_argument("--format", choices=("md", "csv", "json"), default="md", help="table format (default md)")
+    parser.add_argument(
+        "--plot", metavar="PNG",
+        help="write pass@k bars per pipeline to PNG; with two or more runs on one benchmark, also the "
+        "per-problem pass-rate scatter of the first two to PNG's name + '_scatter.png'",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from corecode.evaluation.plots import plot_pass_at_k, plot_per_problem_scatter
+    from corecode.evaluation.report import build_report
+
+    report = build_report(args.runs)
+    sys.stdout.write(report.render(args.format))
+    if args.plot:
+        bars = plot_pass_at_k(report, args.plot)
+        print(f"pass@k plot: {bars}", file=sys.stderr)
+        pair = _first_pair(report)
+        if pair is not None:
+            path = Path(args.plot)
+            scatter = plot_per_problem_scatter(*pair, path.with_name(path.stem + "_scatter" + path.suffix))
+            print(f"per-problem scatter: {scatter}", file=sys.stderr)
+    return 0
+
+
+def _first_pair(report):  # -> tuple[summary, summary] | None
+    """The first two runs (in the order given) on the same benchmark."""
+    for benchmark in report.benchmarks:
+        runs = [row[benchmark] for row in report.rows.values() if benchmark in row]
+        if len(runs) >= 2:
+            return runs[0], runs[1]
+    return None

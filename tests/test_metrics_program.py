@@ -1,0 +1,61 @@
+"""Cyclomatic complexity, failure rates, efficiency and cost on hand-counted inputs."""
+
+import pytest
+
+from corecode.metrics import cyclomatic_complexity, efficiency, failure_rates, inference_cost, runtime_error_rates
+
+CASES = [
+    ("straight line", "x = 1\nprint(x)\n", 1),
+    ("if/elif/else", "if a:\n    pass\nelif b:\n    pass\nelse:\n    pass\n", 3),
+    ("loops with else", "for i in r:\n    pass\nelse:\n    pass\nwhile c:\n    break\n", 3),
+    ("boolean chain", "y = a and b and c or d\n", 4),  # and: +2, or: +1
+    ("try with two handlers", "try:\n    f()\nexcept A:\n    pass\nexcept B:\n    pass\nfinally:\n    g()\n", 3),
+    ("comprehension with filter", "z = [i for i in r if i if i > 2]\n", 4),
+    ("ternary and assert", "v = 1 if a else 2\nassert v\n", 3),
+    ("match", "match x:\n    case 1:\n        pass\n    case _:\n        pass\n", 3),
+    ("nested function counts", "def f(x):\n    def g(y):\n        return y if y else 0\n    return g(x)\n", 2),
+    ("with and lambda do not count", "with open(p) as fh:\n    k = lambda q: q\n", 1),
+]
+
+
+@pytest.mark.parametrize("source,expected", [(src, exp) for _, src, exp in CASES], ids=[c[0] for c in CASES])
+def test_cyclomatic_complexity_hand_counted(source, expected):
+    assert cyclomatic_complexity(source) == expected
+
+
+def test_unparsable_program_has_no_complexity():
+    assert cyclomatic_complexity("def f(:\n") is None
+    assert cyclomatic_complexity("x = 1\x00") is None
+
+
+def test_failure_rates_sum_to_one_and_name_every_status():
+    rates = failure_rates(["passed", "wrong_answer", "wrong_answer", "timeout"])
+    assert rates["wrong_answer"] == 0.5 and rates["timeout"] == 0.25 and rates["passed"] == 0.25
+    assert rates["syntax_error"] == 0.0
+    assert sum(rates.values()) == pytest.approx(1.0)
+
+
+def test_runtime_errors_by_exception_class():
+    outcomes = [("runtime_error", "IndexError"), ("runtime_error", "IndexError"), ("runtime_error", None),
+                ("passed", None)]
+    assert runtime_error_rates(outcomes) == {"IndexError": 0.5, "unknown": 0.25}
+
+
+def test_efficiency_ignores_failing_programs():
+    eff = efficiency([(True, 0.2, 1_000_000), (False, 50.0, 900_000_000), (True, 0.4, 3_000_000)])
+    assert eff.n_passing == 2
+    assert eff.cpu_time_s_mean == pytest.approx(0.3)
+    assert eff.peak_memory_mb_median == pytest.approx(2.0)
+    assert efficiency([(False, 1.0, 1)]).cpu_time_s_mean is None
+
+
+def test_cost_per_problem_and_per_sample():
+    traces = {
+        "a": [[("planner", 100, 50), ("coder", 150, 80)], [("planner", 100, 40), ("coder", 140, 60)]],
+        "b": [[("planner", 10, 5), ("coder", 20, 10)], [("planner", 10, 5), ("coder", 20, 10)]],
+    }
+    cost = inference_cost(traces)
+    assert cost.calls_per_problem == 4.0 and cost.calls_per_sample == 2.0
+    assert cost.prompt_tokens_per_problem == pytest.approx((490 + 60) / 2)
+    assert cost.completion_tokens_per_sample == pytest.approx((230 + 30) / 4)
+    assert cost.calls_by_role_per_sample == {"coder": 1.0, "planner": 1.0}
