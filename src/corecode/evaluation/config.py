@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corecode.backends.base import SamplingConfig
 from corecode.errors import ConfigError
 
 __all__ = ["EvalConfig", "DEFAULT_MODEL", "parse_model_flags", "slug"]
@@ -62,6 +63,10 @@ class EvalConfig:
         },
     )
 
+    def sampling(self) -> SamplingConfig:
+        """The sampling settings every agent call of this run uses (validated by SamplingConfig)."""
+        return SamplingConfig(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
+
     def __post_init__(self) -> None:
         if self.n < 1:
             raise ConfigError(f"n (samples per problem) must be >= 1, got {self.n}")
@@ -71,12 +76,7 @@ class EvalConfig:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.workers is not None and self.workers < 1:
             raise ConfigError(f"workers must be >= 1 (or omitted for one per CPU), got {self.workers}")
-        if self.temperature < 0:
-            raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_tokens < 1:
-            raise ConfigError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        self.sampling()  # the sampling options are checked where they are defined, once
         if self.n > 1 and self.temperature == 0:
             raise ConfigError(
                 f"n={self.n} samples at temperature 0 are {self.n} copies of one greedy answer, which makes "

@@ -45,7 +45,7 @@ def load_models(config: EvalConfig) -> dict[str, Backend]:
 
 def sampling_of(config: EvalConfig) -> SamplingConfig:
     """The sampling settings every agent of the run uses (the per-call seed is added by SeededBackend)."""
-    return SamplingConfig(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens)
+    return config.sampling()
 
 
 def sample_backends(backends: Mapping[str, Backend], seed: int) -> dict[str, Backend]:
