@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from corecode.sandbox import Sandbox, SandboxConfig
-from corecode.types import AssertTest, StdioTest, Status
+from corecode.types import AssertTest, CallTest, StdioTest, Status
 from test_sandbox_helpers import ADD, assert_clean
 
 
@@ -286,4 +286,16 @@ def test_child_left_running_after_returning(sb):
         def add(a, b): return a + b
         """)
     assert result.status is Status.PASSED  # its answers are right; what it left behind must be gone
+    assert_clean(sb)
+
+
+def test_integer_too_large_to_print(sb):
+    # Found by a real MBPP run of the built-in model: a program returned an int over Python's
+    # int-to-str digit limit, and describing the mismatch crashed the worker (twice: SandboxError).
+    huge = "def add(a, b):\n    return 10 ** 5000\n"
+    assert run_add(sb, huge).status is Status.WRONG_ANSWER
+    nested = "def add(a, b):\n    return {10 ** 5000: [10 ** 5000]}\n"
+    assert run_add(sb, nested).status is Status.WRONG_ANSWER
+    call = CallTest(fn_name="add", args=(1, 2), expected={"3": 3})
+    assert sb.execute(nested, [call]).status is Status.WRONG_ANSWER
     assert_clean(sb)
