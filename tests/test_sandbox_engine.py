@@ -139,6 +139,22 @@ def test_measurements(sb):
     assert stdio.passed and stdio.tests[0].peak_memory_bytes >= 40 * 2**20
 
 
+
+def test_short_tests_get_a_nonzero_cpu_time_that_grows_with_the_work(sb):
+    # Regression: the CPU clock used to be CLOCK_PROCESS_CPUTIME_ID, which RLIMIT_CPU turns into a
+    # tick-granular clock, so most sub-millisecond tests read exactly 0.0 (and t_ref, the time score and
+    # the runtime metric with them). Each test here does ~0.1 ms or ~10 ms of work.
+    program = "def work(n):\n    return sum(i * i for i in range(n))\n"
+    light, heavy = (CallTest("work", (n,), sum(i * i for i in range(n))) for n in (2_000, 200_000))
+    runs = sb.run_batch([(program, Problem(id=f"cpu/{i}", source="test", statement="", entry_point="work",
+                                           tests=(light, heavy, light))) for i in range(12)])
+    times = [[t.cpu_time_s for t in r.tests] for r in runs]
+    assert all(r.passed for r in runs)
+    assert all(t > 0 for row in times for t in row), times
+    light_median = sorted(row[0] for row in times)[6]
+    heavy_median = sorted(row[1] for row in times)[6]
+    assert heavy_median > 10 * light_median, (light_median, heavy_median)
+
 def test_setup_code_public_tests_and_completion(sb):
     problem = Problem(id="t/setup", source="test", statement="", starter_code="def area(r):\n",
                       tests=(AssertTest("assert area(2) == 4 * PI"),), public_tests=(AssertTest("assert area(1) == PI"),),
