@@ -71,6 +71,12 @@ def test_cpu_smoke_trains_both_stages_resumes_and_logs_true_rewards(tmp_path, mo
         changed = [k for k in initial if not (initial[k] == trained[k]).all()]
         assert changed, f"GRPO did not change any {role} parameter"
         _check_logged_rewards(out / "round1" / role, role, config)
+    # t_ref: the toy problems ship reference solutions, timed once in the sandbox before stage 1 and passed
+    # to every plan reward of their problem (the recomputation above used the logged value)
+    reference = json.loads((out / "round1" / "planner" / "reference_times.json").read_text())
+    assert sorted(reference) == ["digit-3", "digit-5", "digit-7", "digit-9"] and all(t > 0 for t in reference.values())
+    for row in _rows(out / "round1" / "planner" / "executions-rank0.jsonl"):
+        assert row["reference_time_s"] == pytest.approx(reference[row["problem_id"]])
     validation = _rows(out / "round1" / "planner" / "validation.jsonl")
     assert [v["step"] for v in validation] == [0, 2, 3] and "cg_points" in validation[0]
     assert (out / "round1" / "coder" / "curves.png").stat().st_size > 0

@@ -16,6 +16,7 @@ from corecode.rewards.planner import (
     time_reference,
     time_score,
 )
+from corecode.rewards.reference import load_reference_times, measure_reference_times, save_reference_times
 from corecode.rewards.trl_rewards import (
     CoderReward,
     ExecutionLog,
@@ -42,6 +43,9 @@ __all__ = [
     "space_target",
     "time_reference",
     "time_score",
+    "load_reference_times",
+    "measure_reference_times",
+    "save_reference_times",
     "CoderReward",
     "ExecutionLog",
     "GroupLayout",

@@ -32,7 +32,7 @@ class RewardConfig:
     )
     time_floor_s: float = field(
         default=1e-3,
-        metadata={"help": "CPU times below this are raised to it before taking logs (timer resolution)"},
+        metadata={"help": "CPU times below this are raised to it before taking logs (smaller differences are measurement noise)"},
     )
     aggregation: str = field(
         default="sigmoid",

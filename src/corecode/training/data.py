@@ -1,6 +1,6 @@
 """Training problems -> rows of a Hugging Face dataset with the columns the rewards read.
 
-Each row is ``{"prompt": [system, user messages], "problem_id": str}``: the prompt is the role's chat
+Each row is ``{"prompt": [system, user messages], "problem_id": str}`` (stage 1 adds ``reference_time_s``): the prompt is the role's chat
 prompt rendered by :func:`corecode.agents.render_prompt` (the same prompt the pipelines use at evaluation
 time), and ``problem_id`` is the key the reward callables look the :class:`Problem` up with (a dataset
 cannot hold the Problem object itself). TRL passes every non-prompt column to the rewards as a keyword.
@@ -47,9 +47,17 @@ def load_problems(
     return problems
 
 
-def planner_rows(problems: Sequence[Problem]) -> list[dict[str, Any]]:
-    """Stage 1: the Planner's prompt for each problem."""
-    return [{"prompt": render_prompt("planner", TaskView.from_problem(p)), "problem_id": p.id} for p in problems]
+def planner_rows(
+    problems: Sequence[Problem], reference_times: Mapping[str, float | None] | None = None
+) -> list[dict[str, Any]]:
+    """Stage 1: the Planner's prompt for each problem, and its reference time (t_ref) when measured."""
+    rows = []
+    for p in problems:
+        row: dict[str, Any] = {"prompt": render_prompt("planner", TaskView.from_problem(p)), "problem_id": p.id}
+        if reference_times is not None:
+            row["reference_time_s"] = reference_times.get(p.id)
+        rows.append(row)
+    return rows
 
 
 def coder_rows(problems: Sequence[Problem], plans: Mapping[str, str] | None) -> list[dict[str, Any]]:

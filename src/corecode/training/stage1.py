@@ -3,7 +3,8 @@
 Per step: TRL samples G plans per problem from the policy; :class:`~corecode.rewards.PlannerReward` asks
 the frozen Coder (any corecode backend; one batched ``generate`` call, so a vLLM / OpenAI-compatible
 server gets every request at once) for M programs per plan, runs all of them in one sandbox batch, and
-scores each plan with R_plan.
+scores each plan with R_plan. Before the first step each problem's reference solution is timed in the same
+sandbox (``reference_times.json``), giving the time score its t_ref where a benchmark ships references.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from typing import Any
 
 from corecode.agents import TaskView, render_prompt
 from corecode.backends import SamplingConfig
-from corecode.rewards import ExecutionLog, PlannerReward, sandbox_executor
+from corecode.rewards import (
+    ExecutionLog,
+    PlannerReward,
+    load_reference_times,
+    measure_reference_times,
+    sandbox_executor,
+    save_reference_times,
+)
 from corecode.rewards.trl_rewards import program_for
 from corecode.training.callbacks import CollaborationProbe, MetricsCallback, ValidationCallback
 from corecode.training.config import TrainConfig
@@ -56,6 +64,7 @@ def run_planner_stage(
     try:
         with open_sandbox(config) as sandbox:
             execute = sandbox_executor(sandbox)
+            reference_times = _reference_times(config, stage_dir, problems, execute)
             reward = PlannerReward(
                 {p.id: p for p in problems},
                 coder_writer(coder, coder_sampling, config.coder_samples),
@@ -76,11 +85,27 @@ def run_planner_stage(
                     coder_sampling=SamplingConfig(temperature=0.0, max_tokens=config.partner_max_tokens),
                 )
                 callbacks.append(ValidationCallback(probe, config.eval_steps, stage_dir, "planner"))
-            trainer = build_trainer(config, args, model, tokenizer, reward, to_dataset(planner_rows(problems)), callbacks)
+            trainer = build_trainer(config, args, model, tokenizer, reward, to_dataset(planner_rows(problems, reference_times)), callbacks)
             train_with_resume(trainer, stage_dir, config.resume)
             return save_final(trainer, tokenizer, stage_dir, planner_init, config.use_lora, config.bf16)
     finally:
         coder.close()
+
+
+def _reference_times(config: TrainConfig, stage_dir: Path, problems: list[Problem], execute: Any):
+    """t_ref per problem (time_reference 'auto'): measured once by the main process, saved, reused on resume."""
+    if config.rewards.time_reference != "auto":
+        return None
+    from accelerate import PartialState
+
+    path = stage_dir / "reference_times.json"
+    with PartialState().main_process_first():  # the main process measures and saves; the others load its file
+        times = load_reference_times(path, problems)
+        if times is None:
+            times = measure_reference_times(problems, execute)
+            if PartialState().is_main_process:
+                save_reference_times(path, times)
+    return times
 
 
 def _policy_plans(model: Any, tokenizer: Any, problems: list[Problem], sampling: SamplingConfig) -> list[str]:

@@ -1,7 +1,7 @@
 """Synthetic training problems a tiny model can learn, and a scripted frozen Coder, for CI and the learning check.
 
 ``digit_problems``: "Write f() that returns the number K", starter code ``def f():\\n    return `` and two
-assert tests: ``isinstance(f(), int)`` and ``f() == K``. With ``program_style=append`` and a one-token
+assert tests: ``isinstance(f(), int)`` and ``f() == K`` (and a reference solution, so stage 1 measures t_ref). With ``program_style=append`` and a one-token
 completion, a random character-level policy starts near 0.1 (a digit 10% of the time earns 0.5; the right
 digit 1% of the time earns 1.0) and the ceiling is 1.0; the two tests give partial credit, so GRPO gets a
 signal from the first steps. The statement differs only in K, so the policy must read the prompt.
@@ -32,6 +32,7 @@ def _digit_problem(k: int, split: str) -> Problem:
         starter_code=STARTER,
         entry_point="f",
         split=split,
+        reference_solutions=(f"def f():\n    return {k}\n",),
     )
 
 
