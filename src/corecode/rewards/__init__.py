@@ -19,6 +19,7 @@ from corecode.rewards.planner import (
 from corecode.rewards.reference import load_reference_times, measure_reference_times, save_reference_times
 from corecode.rewards.trl_rewards import (
     CoderReward,
+    DebuggerReward,
     ExecutionLog,
     GroupLayout,
     PlannerReward,
@@ -47,6 +48,7 @@ __all__ = [
     "measure_reference_times",
     "save_reference_times",
     "CoderReward",
+    "DebuggerReward",
     "ExecutionLog",
     "GroupLayout",
     "PlannerReward",

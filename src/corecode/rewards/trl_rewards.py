@@ -40,6 +40,7 @@ __all__ = [
     "GroupLayout",
     "Executor",
     "ProgramWriter",
+    "DebuggerReward",
     "completion_text",
     "program_for",
     "append_program",
@@ -161,6 +162,7 @@ class CoderReward:
     """Stage 2: R_code of each program, O_target over the G programs of the same prompt."""
 
     __name__ = "code_reward"  # TRL names the logged metric rewards/<__name__>/mean
+    stage = "coder"  # the "stage" field of the execution log
 
     def __init__(
         self,
@@ -183,13 +185,20 @@ class CoderReward:
         step = _step(kwargs)
         self.log.write(
             [
-                {"stage": "coder", "step": step, "rank": self.layout.process_index, "row": i,
+                {"stage": self.stage, "step": step, "rank": self.layout.process_index, "row": i,
                  "problem_id": pid, "program": prog, "outcome": o.to_dict() if o else None, "reward": r}
                 for i, (pid, prog, o, r) in enumerate(zip(problem_id, programs, outcomes, rewards))
             ]
         )
         _report(kwargs, "pass_rate", [None if o is None else o.pass_rate for o in outcomes])
         return rewards
+
+
+class DebuggerReward(CoderReward):
+    """MapCoder's Debugging agent: R_code of its repaired program, exactly as for the Coder (own metric name)."""
+
+    __name__ = "debug_reward"
+    stage = "debugger"
 
 
 class PlannerReward:

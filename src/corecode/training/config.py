@@ -16,7 +16,7 @@ from corecode.rewards import RewardConfig
 
 __all__ = ["TrainConfig", "load_config", "PRESETS", "preset_path", "STAGES"]
 
-STAGES = ("planner", "coder", "both")
+STAGES = ("planner", "coder", "both", "debugger")
 PRESETS = ("cpu-smoke", "cpu-demo")
 
 
@@ -29,7 +29,11 @@ class TrainConfig:
     """One training run: which stages, which models, which data, and the GRPO settings."""
 
     # what to train
-    stage: str = field(default="both", metadata=_h("planner (stage 1 only) | coder (stage 2 only) | both"))
+    stage: str = field(
+        default="both",
+        metadata=_h("planner (stage 1 only) | coder (stage 2 only) | both | debugger (MapCoder's Debugging agent "
+                    "against the frozen coder_model; see docs/training.md)"),
+    )
     rounds: int = field(default=1, metadata=_h("alternating rounds of the two stages (beyond the paper)"))
     output_dir: str = field(default="runs/train", metadata=_h("checkpoints, logs, plots and the plan cache"))
     resume: bool = field(default=True, metadata=_h("skip finished stages and resume from the last checkpoint"))
@@ -40,6 +44,9 @@ class TrainConfig:
         metadata=_h("policy of stage 1: builtin:NAME (a GGUF, converted once), tiny:NAME, or a HF path / id"),
     )
     coder_model: str = field(default="builtin:qwen2.5-coder-0.5b", metadata=_h("policy of stage 2 (same forms)"))
+    debugger_model: str = field(
+        default="builtin:qwen2.5-coder-0.5b", metadata=_h("policy of the debugger stage (same forms)")
+    )
     coder_backend: str | None = field(
         default=None,
         metadata=_h(
@@ -96,6 +103,12 @@ class TrainConfig:
     partner_max_tokens: int = field(default=1024, metadata=_h("max tokens of the frozen partner's answers"))
     plan_min_chars: int = field(default=50, metadata=_h("stage 2 regenerates plans shorter than this"))
     plan_attempts: int = field(default=3, metadata=_h("tries to get a plan of plan_min_chars"))
+    debug_attempts: int = field(
+        default=4, metadata=_h("debugger stage: programs the frozen Coder writes per problem to find failing ones")
+    )
+    debug_cases_per_problem: int = field(
+        default=2, metadata=_h("debugger stage: failing programs kept per problem as training prompts")
+    )
     # LoRA
     use_lora: bool = field(default=True, metadata=_h("LoRA adapters (false = full fine-tuning)"))
     lora_r: int = field(default=16, metadata=_h("LoRA rank"))
@@ -125,6 +138,8 @@ class TrainConfig:
             raise ConfigError(f"scale_rewards must be group, batch or none; got {self.scale_rewards!r}")
         if self.rounds > 1 and self.stage != "both":
             raise ConfigError(f"rounds={self.rounds} alternates the two stages: it needs stage=both")
+        if self.debug_attempts < 1 or self.debug_cases_per_problem < 1:
+            raise ConfigError("debug_attempts and debug_cases_per_problem must be >= 1")
         if self.max_steps == 0 or self.eval_steps < 0 or self.validation_limit < 0:
             raise ConfigError("max_steps must be -1 or >= 1, and eval_steps and validation_limit >= 0")
 

@@ -8,6 +8,8 @@ Layout of ``output_dir``::
                                       metrics.jsonl, validation.jsonl, curves.png, runs/ (TensorBoard)
     round1/coder/                     stage 2: the same files
     round2/...                        further rounds (rounds > 1) start from the previous round's finals
+    debug_cases/cases-<coder hash>.jsonl  debugger stage: the frozen Coder's failing programs
+    debugger/                         stage=debugger: the same files as a stage directory
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ __all__ = ["run_training"]
 
 
 def run_training(config: TrainConfig) -> dict[str, str]:
-    """Run the configured stages; return the final checkpoints {"planner": dir, "coder": dir}."""
+    """Run the configured stages; return the final checkpoints {"planner": dir, "coder": dir} (or
+    {"debugger": dir, "coder": dir} for stage=debugger)."""
     import_training_stack()
     from corecode.training.stage1 import run_planner_stage
-    from corecode.training.stage2 import run_coder_stage
+    from corecode.training.stage2 import run_coder_stage, stage2_plans
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,6 +61,18 @@ def run_training(config: TrainConfig) -> dict[str, str]:
     with state.main_process_first():  # one process builds / converts the models, the others reuse them
         planner = resolve_model(config.planner_model, config.seed)
         coder = resolve_model(config.coder_model, config.seed)
+        debugger = resolve_model(config.debugger_model, config.seed) if config.stage == "debugger" else None
+    if debugger is not None:
+        from corecode.training.debugger import run_debugger_stage
+
+        unique = list({p.id: p for p in [*problems, *validation]}.values())
+        with state.main_process_first():
+            plans = stage2_plans(config, planner, unique, out / "plans")
+        debugger = str(run_debugger_stage(config, out / "debugger", debugger, coder, problems, validation,
+                                          out / "debug_cases", plans))
+        result = {"debugger": debugger, "coder": coder}
+        (out / "final.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+        return result
     for round_number in range(1, config.rounds + 1):
         round_dir = out / f"round{round_number}"
         if config.stage in ("planner", "both"):

@@ -6,6 +6,9 @@ completion, a random character-level policy starts near 0.1 (a digit 10% of the 
 digit 1% of the time earns 1.0) and the ceiling is 1.0; the two tests give partial credit, so GRPO gets a
 signal from the first steps. The statement differs only in K, so the policy must read the prompt.
 
+``digit_debug_problems`` adds ``assert f() == K`` as a public test and ``buggy_coder`` always writes a
+wrong program: together they give the debugger stage a failing program and real feedback per problem.
+
 ``scripted_coder`` plays the frozen Coder of stage 1 for the cpu-smoke run: a deterministic function of
 the plan text (a correct program for plans whose characters hash to an even number, a wrong one
 otherwise), so different plans of one group really get different rewards through the real sandbox.
@@ -13,12 +16,13 @@ otherwise), so different plans of one group really get different rewards through
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Any
 
 from corecode.types import AssertTest, Problem
 
-__all__ = ["digit_problems", "digit_validation", "scripted_coder"]
+__all__ = ["digit_problems", "digit_debug_problems", "digit_validation", "scripted_coder", "buggy_coder"]
 
 STARTER = "def f():\n    return "
 
@@ -42,6 +46,12 @@ def digit_problems(split: str = "train", *, path: Any = None, limit: int | None 
     return problems[:limit] if limit else problems
 
 
+def digit_debug_problems(split: str = "train", *, path: Any = None, limit: int | None = None) -> list[Problem]:
+    """The digit family with ``assert f() == K`` as the public test, for the debugger stage (its feedback)."""
+    problems = [dataclasses.replace(p, public_tests=(p.tests[1],)) for p in digit_problems(split)]
+    return problems[:limit] if limit else problems
+
+
 def digit_validation(split: str = "validation", *, path: Any = None, limit: int | None = None) -> list[Problem]:
     return digit_problems(split, limit=limit)
 
@@ -53,6 +63,13 @@ def _scripted_reply(conversation: Any) -> str:
     digit = next((ch for ch in text.split("returns the number", 1)[-1] if ch.isdigit()), "0")
     value = digit if even else "-1"
     return f"```python\ndef f():\n    return {value}\n```"
+
+
+def buggy_coder(**options: Any):
+    """`module:factory` target: a frozen Coder whose program always returns -1 (the debugger stage's cases)."""
+    from corecode.backends.scripted import ScriptedBackend
+
+    return ScriptedBackend(lambda conversation: "```python\ndef f():\n    return -1\n```", name="buggy-coder")
 
 
 def scripted_coder(**options: Any):
