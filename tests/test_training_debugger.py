@@ -62,6 +62,24 @@ def test_cases_are_the_failing_programs_with_public_feedback_and_are_cached(tmp_
     assert NO_PLAN in user and "return -1" in user and "0 of 1 example tests passed" in user
 
 
+def test_a_crash_loses_at_most_the_chunk_being_generated(tmp_path, executors):
+    _, execute_public = executors
+    problems = digit_debug_problems()
+    asked = []
+
+    def crashing(todo):
+        asked.append([p.id for p in todo])
+        if len(asked) == 2:
+            raise KeyboardInterrupt("killed while generating the second chunk")
+        return [[WRONG] for _ in todo]
+
+    with pytest.raises(KeyboardInterrupt):
+        DebugCaseCache(tmp_path, "coder").ensure(problems, crashing, execute_public, 1, chunk_size=2)
+    cases = DebugCaseCache(tmp_path, "coder").ensure(problems, crashing, execute_public, 1, chunk_size=2)
+    assert asked == [["digit-3", "digit-5"], ["digit-7", "digit-9"], ["digit-7", "digit-9"]]
+    assert [c.problem_id for c in cases] == ["digit-3", "digit-5", "digit-7", "digit-9"]
+
+
 def test_a_corrupt_cache_line_names_the_file_and_row(tmp_path, executors):
     cache = DebugCaseCache(tmp_path, "coder")
     cache.path.write_text(json.dumps({"problem_id": "digit-3", "none": True}) + "\n{broken\n")

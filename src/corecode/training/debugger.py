@@ -22,10 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from corecode.agents import TaskView, render_prompt
 from corecode.backends import Backend, SamplingConfig
@@ -112,40 +115,55 @@ class DebugCaseCache:
         execute_public: Executor,
         per_problem: int,
         plans: Mapping[str, str] | None = None,
+        chunk_size: int = 16,
     ) -> list[DebugCase]:
-        """The cases of ``problems`` (in problem order), generating only for problems not tried yet."""
+        """The cases of ``problems`` (in problem order), generating only for problems not tried yet.
+
+        Problems go to the Coder ``chunk_size`` at a time and each chunk is appended to the cache as it
+        finishes, so a crash loses at most one chunk's generations.
+        """
         cases, tried = self.load()
         todo = [p for p in problems if p.id not in tried and p.public_tests]
         skipped = [p.id for p in problems if p.id not in tried and not p.public_tests]
-        if todo:
-            answers = write(todo)
-            programs = [[program_for(p, a) for a in group] for p, group in zip(todo, answers)]
-            jobs = [(prog, p) for p, progs in zip(todo, programs) for prog in progs]
-            results = iter(execute_public(jobs))
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                for problem, progs in zip(todo, programs):
-                    found: list[DebugCase] = []
-                    seen: set[str] = set()
-                    for prog in progs:
-                        result = next(results)
-                        if result is None or result.passed or not prog.strip() or prog in seen:
-                            continue  # our failure, a passing program, no code, or a duplicate
-                        seen.add(prog)
-                        if len(found) < per_problem:
-                            plan = plans.get(problem.id) if plans else None
-                            found.append(DebugCase(problem.id, prog, format_feedback(result, problem.public_tests),
-                                                   result.pass_rate, plan))
-                    for case in found:
-                        fh.write(json.dumps(case.to_dict()) + "\n")
-                    if not found:
-                        fh.write(json.dumps({"problem_id": problem.id, "none": True}) + "\n")
-                    cases[problem.id] = found
+        chunks = [todo[i : i + chunk_size] for i in range(0, len(todo), chunk_size)]
+        for chunk in tqdm(chunks, desc="debugger cases", unit="chunk", disable=not chunks):
+            cases.update(self._generate(chunk, write, execute_public, per_problem, plans))  # appended per chunk
         if skipped:
             log.info("debugger stage: %d problem(s) without public tests give no feedback and are skipped",
                      len(skipped))
         out = [case for p in problems for case in cases.get(p.id, [])]
         log.info("debugger stage: %d debugging case(s) from %d problem(s)", len(out), len(problems))
+        return out
+
+    def _generate(self, problems: list[Problem], write, execute_public: Executor, per_problem: int,
+                  plans: Mapping[str, str] | None) -> dict[str, list[DebugCase]]:
+        answers = write(problems)
+        programs = [[program_for(p, a) for a in group] for p, group in zip(problems, answers)]
+        jobs = [(prog, p) for p, progs in zip(problems, programs) for prog in progs]
+        results = iter(execute_public(jobs))
+        out: dict[str, list[DebugCase]] = {}
+        lines = []
+        for problem, progs in zip(problems, programs):
+            found: list[DebugCase] = []
+            seen: set[str] = set()
+            for prog in progs:
+                result = next(results)
+                if result is None or result.passed or not prog.strip() or prog in seen:
+                    continue  # our failure, a passing program, no code, or a duplicate
+                seen.add(prog)
+                if len(found) < per_problem:
+                    plan = plans.get(problem.id) if plans else None
+                    found.append(DebugCase(problem.id, prog, format_feedback(result, problem.public_tests),
+                                           result.pass_rate, plan))
+            lines += [json.dumps(case.to_dict()) for case in found]
+            if not found:
+                lines.append(json.dumps({"problem_id": problem.id, "none": True}))
+            out[problem.id] = found
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+            fh.flush()
+            os.fsync(fh.fileno())
         return out
 
 
