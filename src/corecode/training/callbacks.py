@@ -134,7 +134,8 @@ def plot_curves(stage_dir: Path) -> Path | None:
         vsteps = [v["step"] for v in validation]
         axes[1].plot(vsteps, [v["pass1_alone"] for v in validation], marker="o", label="val pass@1 alone")
         if "cg_points" in validation[0]:
-            axes[1].plot(vsteps, [v["pass1_with"] for v in validation], marker="o", label="val pass@1 with plan")
+            helper = "debugging round" if validation[0].get("stage") == "debugger" else "plan"
+            axes[1].plot(vsteps, [v["pass1_with"] for v in validation], marker="o", label=f"val pass@1 with {helper}")
             axes[2].plot(vsteps, [v["cg_points"] for v in validation], marker="o")
     axes[1].set_title("pass rate")
     axes[1].legend(fontsize=7)
