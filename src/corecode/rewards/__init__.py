@@ -5,7 +5,7 @@ are passed in as callables. Formulas: docs/training.md and ../shared/METHOD.md s
 
 from corecode.rewards.coder import coder_group_rewards, coder_reward, space_score, space_target
 from corecode.rewards.config import AGGREGATIONS, RewardConfig
-from corecode.rewards.format import format_term, plan_missing_parts
+from corecode.rewards.format import format_term, plan_missing_parts, retrieval_missing_parts
 from corecode.rewards.outcome import Outcome
 from corecode.rewards.planner import (
     aggregate,
@@ -20,6 +20,7 @@ from corecode.rewards.reference import load_reference_times, measure_reference_t
 from corecode.rewards.trl_rewards import (
     CoderReward,
     DebuggerReward,
+    RetrievalReward,
     ExecutionLog,
     GroupLayout,
     PlannerReward,
@@ -49,6 +50,8 @@ __all__ = [
     "save_reference_times",
     "CoderReward",
     "DebuggerReward",
+    "RetrievalReward",
+    "retrieval_missing_parts",
     "ExecutionLog",
     "GroupLayout",
     "PlannerReward",

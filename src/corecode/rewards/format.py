@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from corecode.rewards.config import RewardConfig
 
-__all__ = ["plan_missing_parts", "format_term"]
+__all__ = ["plan_missing_parts", "retrieval_missing_parts", "format_term"]
 
 
 def plan_missing_parts(plan_text: str) -> tuple[str, ...]:
@@ -23,6 +23,15 @@ def plan_missing_parts(plan_text: str) -> tuple[str, ...]:
     from corecode.parsing import parse_plan  # imported here: a plain function of the parsing layer
 
     return tuple(parse_plan(plan_text).missing)
+
+
+def retrieval_missing_parts(text: str) -> tuple[str, ...]:
+    """What MapCoder's retrieval answer lacks: a recalled problem ("## Problem N") and / or the
+    "## Algorithm" tutorial (the downstream agents still get what was parsed)."""
+    from corecode.parsing import parse_retrieval
+
+    retrieved = parse_retrieval(text)
+    return tuple(name for name, ok in (("exemplar", retrieved.exemplars), ("algorithm", retrieved.algorithm)) if not ok)
 
 
 def format_term(missing: Sequence[str], config: RewardConfig) -> float:

@@ -31,7 +31,7 @@ from typing import Any
 from corecode.errors import SandboxError
 from corecode.rewards.coder import coder_group_rewards
 from corecode.rewards.config import RewardConfig
-from corecode.rewards.format import plan_missing_parts
+from corecode.rewards.format import plan_missing_parts, retrieval_missing_parts
 from corecode.rewards.outcome import Outcome
 from corecode.rewards.planner import planner_group_rewards
 from corecode.types import ExecutionResult, Problem
@@ -41,6 +41,7 @@ __all__ = [
     "Executor",
     "ProgramWriter",
     "DebuggerReward",
+    "RetrievalReward",
     "completion_text",
     "program_for",
     "append_program",
@@ -205,6 +206,12 @@ class PlannerReward:
     """Stage 1: the frozen Coder writes M programs per plan; R_plan with t_ref over the whole group."""
 
     __name__ = "plan_reward"
+    stage = "planner"  # the "stage" field of the execution log
+    format_metric = "plan_format_ok"
+
+    @staticmethod
+    def missing_parts(text: str) -> tuple[str, ...]:
+        return plan_missing_parts(text)
 
     def __init__(
         self,
@@ -230,13 +237,13 @@ class PlannerReward:
         for progs in programs:
             per_plan.append(flat[start : start + len(progs)])
             start += len(progs)
-        missing = [plan_missing_parts(plan) for plan in plans]
+        missing = [self.missing_parts(plan) for plan in plans]
         ref_times = kwargs.get("reference_time_s") or [None] * len(plans)
         local = list(zip(per_plan, missing, ref_times))
         rewards = self.layout.group_and_slice(local, self._score_group)
         self.log.write(
             [
-                {"stage": "planner", "step": _step(kwargs), "rank": self.layout.process_index, "row": i,
+                {"stage": self.stage, "step": _step(kwargs), "rank": self.layout.process_index, "row": i,
                  "problem_id": pid, "plan": plan, "missing": list(miss), "reference_time_s": ref,
                  "programs": progs, "outcomes": [o.to_dict() if o else None for o in outs], "reward": r}
                 for i, (pid, plan, progs, (outs, miss, ref), r)
@@ -244,12 +251,26 @@ class PlannerReward:
             ]
         )
         _report(kwargs, "coder_pass_rate", [_mean_pass(outs) for outs in per_plan])
-        _report(kwargs, "plan_format_ok", [0.0 if miss else 1.0 for miss in missing])
+        _report(kwargs, self.format_metric, [0.0 if miss else 1.0 for miss in missing])
         return rewards
 
     def _score_group(self, group: list[tuple[list[Outcome | None], tuple[str, ...], float | None]]):
         reference = group[0][2]  # one problem per group: its reference time, if any
         return planner_group_rewards([g[0] for g in group], [bool(g[1]) for g in group], self.config, reference)
+
+
+class RetrievalReward(PlannerReward):
+    """MapCoder's Retrieval agent: its recalled problems and algorithm go through the frozen planning and
+    coding agents (the ``write_programs`` callable), and the programs score it exactly as R_plan scores a plan;
+    the format term asks for at least one recalled problem and the algorithm tutorial."""
+
+    __name__ = "retrieval_reward"
+    stage = "retrieval"
+    format_metric = "retrieval_format_ok"
+
+    @staticmethod
+    def missing_parts(text: str) -> tuple[str, ...]:
+        return retrieval_missing_parts(text)
 
 
 def _report(kwargs: Mapping[str, Any], name: str, values: list[float | None]) -> None:

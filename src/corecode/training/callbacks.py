@@ -41,6 +41,7 @@ class CollaborationProbe:
     execute: Executor
     build_program: Callable[[Problem, str], str]
     coder_sampling: SamplingConfig
+    check_plan_format: bool = True  # plan_format_ok (the Algorithmic Thought's parts); off for other plan kinds
 
     def measure(self, model: Any) -> dict[str, Any]:
         views = [TaskView.from_problem(p) for p in self.problems]
@@ -57,7 +58,8 @@ class CollaborationProbe:
         row: dict[str, Any] = {"pass1_alone": sum(passed[:n]) / n, "sandbox_errors": sum(r is None for r in results)}
         if plans is not None:
             row.update(collaboration_gain(sum(passed[n:]) / n, row["pass1_alone"]).to_dict())
-            row["plan_format_ok"] = sum(not plan_missing_parts(p) for p in plans) / n
+            if self.check_plan_format:
+                row["plan_format_ok"] = sum(not plan_missing_parts(p) for p in plans) / n
         return row
 
 

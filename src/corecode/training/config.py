@@ -16,7 +16,7 @@ from corecode.rewards import RewardConfig
 
 __all__ = ["TrainConfig", "load_config", "PRESETS", "preset_path", "STAGES"]
 
-STAGES = ("planner", "coder", "both", "debugger")
+STAGES = ("planner", "coder", "both", "debugger", "retrieval")
 PRESETS = ("cpu-smoke", "cpu-demo")
 
 
@@ -31,8 +31,8 @@ class TrainConfig:
     # what to train
     stage: str = field(
         default="both",
-        metadata=_h("planner (stage 1 only) | coder (stage 2 only) | both | debugger (MapCoder's Debugging agent "
-                    "against the frozen coder_model; see docs/training.md)"),
+        metadata=_h("planner (stage 1 only) | coder (stage 2 only) | both | debugger / retrieval (MapCoder's "
+                    "Debugging / Retrieval agent against the frozen coder_model; see docs/training.md)"),
     )
     rounds: int = field(default=1, metadata=_h("alternating rounds of the two stages (beyond the paper)"))
     output_dir: str = field(default="runs/train", metadata=_h("checkpoints, logs, plots and the plan cache"))
@@ -46,6 +46,12 @@ class TrainConfig:
     coder_model: str = field(default="builtin:qwen2.5-coder-0.5b", metadata=_h("policy of stage 2 (same forms)"))
     debugger_model: str = field(
         default="builtin:qwen2.5-coder-0.5b", metadata=_h("policy of the debugger stage (same forms)")
+    )
+    retrieval_model: str = field(
+        default="builtin:qwen2.5-coder-0.5b", metadata=_h("policy of the retrieval stage (same forms)")
+    )
+    retrieval_k: int = field(
+        default=1, metadata=_h("retrieval stage: problems the Retrieval agent recalls, each planned from (MapCoder: 3)")
     )
     coder_backend: str | None = field(
         default=None,
@@ -138,8 +144,8 @@ class TrainConfig:
             raise ConfigError(f"scale_rewards must be group, batch or none; got {self.scale_rewards!r}")
         if self.rounds > 1 and self.stage != "both":
             raise ConfigError(f"rounds={self.rounds} alternates the two stages: it needs stage=both")
-        if self.debug_attempts < 1 or self.debug_cases_per_problem < 1:
-            raise ConfigError("debug_attempts and debug_cases_per_problem must be >= 1")
+        if self.debug_attempts < 1 or self.debug_cases_per_problem < 1 or self.retrieval_k < 1:
+            raise ConfigError("debug_attempts, debug_cases_per_problem and retrieval_k must be >= 1")
         if self.max_steps == 0 or self.eval_steps < 0 or self.validation_limit < 0:
             raise ConfigError("max_steps must be -1 or >= 1, and eval_steps and validation_limit >= 0")
 

@@ -48,12 +48,16 @@ def load_problems(
 
 
 def planner_rows(
-    problems: Sequence[Problem], reference_times: Mapping[str, float | None] | None = None
+    problems: Sequence[Problem],
+    reference_times: Mapping[str, float | None] | None = None,
+    role: str = "planner",
+    **inputs: object,
 ) -> list[dict[str, Any]]:
-    """Stage 1: the Planner's prompt for each problem, and its reference time (t_ref) when measured."""
+    """Stage 1: the Planner's prompt for each problem (or another auxiliary ``role``'s, with its ``inputs``,
+    e.g. ``role="retrieval", k=1``), and the problem's reference time (t_ref) when measured."""
     rows = []
     for p in problems:
-        row: dict[str, Any] = {"prompt": render_prompt("planner", TaskView.from_problem(p)), "problem_id": p.id}
+        row: dict[str, Any] = {"prompt": render_prompt(role, TaskView.from_problem(p), **inputs), "problem_id": p.id}
         if reference_times is not None:
             row["reference_time_s"] = reference_times.get(p.id)
         rows.append(row)

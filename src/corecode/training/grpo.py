@@ -10,8 +10,10 @@ from typing import Any
 from corecode.errors import ConfigError, TrainingError
 from corecode.rewards import GroupLayout
 from corecode.training.config import TrainConfig
+from corecode.types import Problem
 
-__all__ = ["open_sandbox", "grpo_args", "group_layout", "build_trainer", "train_with_resume", "save_final", "last_checkpoint"]
+__all__ = ["open_sandbox", "grpo_args", "group_layout", "build_trainer", "train_with_resume", "save_final", "last_checkpoint",
+           "stage_reference_times"]
 
 # TrainConfig fields that are GRPOConfig fields of the same name and meaning
 _SAME_NAME = (
@@ -124,3 +126,21 @@ def save_final(trainer: Any, tokenizer: Any, stage_dir: Path, base_model: str, u
         tokenizer.save_pretrained(saved)
         saved.rename(final)
     return final
+
+
+def stage_reference_times(config: TrainConfig, stage_dir: Path, problems: list[Problem], execute: Any):
+    """t_ref per problem (time_reference 'auto'): measured once by the main process, saved, reused on resume."""
+    if config.rewards.time_reference != "auto":
+        return None
+    from accelerate import PartialState
+
+    from corecode.rewards import load_reference_times, measure_reference_times, save_reference_times
+
+    path = stage_dir / "reference_times.json"
+    with PartialState().main_process_first():  # the main process measures and saves; the others load its file
+        times = load_reference_times(path, problems)
+        if times is None:
+            times = measure_reference_times(problems, execute)
+            if PartialState().is_main_process:
+                save_reference_times(path, times)
+    return times

@@ -10,6 +10,7 @@ Layout of ``output_dir``::
     round2/...                        further rounds (rounds > 1) start from the previous round's finals
     debug_cases/cases-<coder hash>.jsonl  debugger stage: the frozen Coder's failing programs
     debugger/                         stage=debugger: the same files as a stage directory
+    retrieval/                        stage=retrieval: the same files as a stage directory
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ __all__ = ["run_training"]
 
 def run_training(config: TrainConfig) -> dict[str, str]:
     """Run the configured stages; return the final checkpoints {"planner": dir, "coder": dir} (or
-    {"debugger": dir, "coder": dir} for stage=debugger)."""
+    {"debugger" | "retrieval": dir, "coder": dir} for those stages)."""
     import_training_stack()
     from corecode.training.stage1 import run_planner_stage
-    from corecode.training.stage2 import run_coder_stage, stage2_plans
+    from corecode.training.stage2 import run_coder_stage
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -61,16 +62,11 @@ def run_training(config: TrainConfig) -> dict[str, str]:
     with state.main_process_first():  # one process builds / converts the models, the others reuse them
         planner = resolve_model(config.planner_model, config.seed)
         coder = resolve_model(config.coder_model, config.seed)
-        debugger = resolve_model(config.debugger_model, config.seed) if config.stage == "debugger" else None
-    if debugger is not None:
-        from corecode.training.debugger import run_debugger_stage
-
-        unique = list({p.id: p for p in [*problems, *validation]}.values())
-        with state.main_process_first():
-            plans = stage2_plans(config, planner, unique, out / "plans")
-        debugger = str(run_debugger_stage(config, out / "debugger", debugger, coder, problems, validation,
-                                          out / "debug_cases", plans))
-        result = {"debugger": debugger, "coder": coder}
+        auxiliary = None
+        if config.stage in ("debugger", "retrieval"):
+            auxiliary = resolve_model(getattr(config, f"{config.stage}_model"), config.seed)
+    if auxiliary is not None:
+        result = {config.stage: _run_auxiliary_stage(config, auxiliary, planner, coder, problems, validation), "coder": coder}
         (out / "final.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
         return result
     for round_number in range(1, config.rounds + 1):
@@ -84,3 +80,21 @@ def run_training(config: TrainConfig) -> dict[str, str]:
     result = {"planner": planner, "coder": coder}
     (out / "final.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
+
+
+def _run_auxiliary_stage(config: TrainConfig, init: str, planner: str, coder: str, problems, validation) -> str:
+    """stage=debugger or stage=retrieval: one of MapCoder's auxiliary agents against the frozen Coder."""
+    out = Path(config.output_dir)
+    if config.stage == "retrieval":
+        from corecode.training.retrieval import run_retrieval_stage
+
+        return str(run_retrieval_stage(config, out / "retrieval", init, coder, problems, validation))
+    from accelerate import PartialState
+
+    from corecode.training.debugger import run_debugger_stage
+    from corecode.training.stage2 import stage2_plans
+
+    unique = list({p.id: p for p in [*problems, *validation]}.values())
+    with PartialState().main_process_first():
+        plans = stage2_plans(config, planner, unique, out / "plans")
+    return str(run_debugger_stage(config, out / "debugger", init, coder, problems, validation, out / "debug_cases", plans))

@@ -14,14 +14,7 @@ from typing import Any
 
 from corecode.agents import TaskView, render_prompt
 from corecode.backends import SamplingConfig
-from corecode.rewards import (
-    ExecutionLog,
-    PlannerReward,
-    load_reference_times,
-    measure_reference_times,
-    sandbox_executor,
-    save_reference_times,
-)
+from corecode.rewards import ExecutionLog, PlannerReward, sandbox_executor
 from corecode.rewards.trl_rewards import program_for
 from corecode.training.callbacks import CollaborationProbe, MetricsCallback, ValidationCallback
 from corecode.training.config import TrainConfig
@@ -32,6 +25,7 @@ from corecode.training.grpo import (
     grpo_args,
     open_sandbox,
     save_final,
+    stage_reference_times,
     train_with_resume,
 )
 from corecode.training.models import load_policy
@@ -64,7 +58,7 @@ def run_planner_stage(
     try:
         with open_sandbox(config) as sandbox:
             execute = sandbox_executor(sandbox)
-            reference_times = _reference_times(config, stage_dir, problems, execute)
+            reference_times = stage_reference_times(config, stage_dir, problems, execute)
             reward = PlannerReward(
                 {p.id: p for p in problems},
                 coder_writer(coder, coder_sampling, config.coder_samples),
@@ -90,22 +84,6 @@ def run_planner_stage(
             return save_final(trainer, tokenizer, stage_dir, planner_init, config.use_lora, config.bf16)
     finally:
         coder.close()
-
-
-def _reference_times(config: TrainConfig, stage_dir: Path, problems: list[Problem], execute: Any):
-    """t_ref per problem (time_reference 'auto'): measured once by the main process, saved, reused on resume."""
-    if config.rewards.time_reference != "auto":
-        return None
-    from accelerate import PartialState
-
-    path = stage_dir / "reference_times.json"
-    with PartialState().main_process_first():  # the main process measures and saves; the others load its file
-        times = load_reference_times(path, problems)
-        if times is None:
-            times = measure_reference_times(problems, execute)
-            if PartialState().is_main_process:
-                save_reference_times(path, times)
-    return times
 
 
 def _policy_plans(model: Any, tokenizer: Any, problems: list[Problem], sampling: SamplingConfig) -> list[str]:

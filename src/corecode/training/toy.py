@@ -22,7 +22,7 @@ from typing import Any
 
 from corecode.types import AssertTest, Problem
 
-__all__ = ["digit_problems", "digit_debug_problems", "digit_validation", "scripted_coder", "buggy_coder"]
+__all__ = ["digit_problems", "digit_debug_problems", "digit_validation", "scripted_coder", "buggy_coder", "alternating_coder"]
 
 STARTER = "def f():\n    return "
 
@@ -70,6 +70,27 @@ def buggy_coder(**options: Any):
     from corecode.backends.scripted import ScriptedBackend
 
     return ScriptedBackend(lambda conversation: "```python\ndef f():\n    return -1\n```", name="buggy-coder")
+
+
+def alternating_coder(**options: Any):
+    """`module:factory` target: a frozen partner whose answers cycle right, right, wrong from call to call, like a
+    sampled model whose quality does not depend on its prompt (the retrieval stage's CI run: a one-character
+    retrieval answer cannot be parsed, so only the partner's own variation separates a group's rewards)."""
+    import itertools
+    import threading
+
+    from corecode.backends.scripted import ScriptedBackend
+
+    counter, lock = itertools.count(), threading.Lock()
+
+    def reply(conversation: Any) -> str:
+        with lock:
+            right = next(counter) % 3 != 2
+        text = conversation[-1]["content"]
+        digit = next((ch for ch in text.split("returns the number", 1)[-1] if ch.isdigit()), "0")
+        return f"```python\ndef f():\n    return {digit if right else '-1'}\n```"
+
+    return ScriptedBackend(reply, name="alternating-coder")
 
 
 def scripted_coder(**options: Any):
