@@ -39,3 +39,19 @@ def test_groups_straddling_two_processes_are_scored_as_one(tmp_path):
             [None if r["outcome"] is None else Outcome.from_dict(r["outcome"]) for r in g], RewardConfig())]
         assert recomputed == [r["reward"] for r in rows]
     assert (stage / "final" / "model.safetensors").is_file()
+
+
+def test_torchrun_processes_see_each_other_before_training_starts(tmp_path):
+    # Regression: a plain accelerate.PartialState() on a CPU machine reports ONE process under torchrun, so
+    # the refusal of multi-process validation below never fired and main_process_first did not order the
+    # ranks (rank 1 once read the tiny model while rank 0 was still writing it).
+    if shutil.which("torchrun") is None:
+        pytest.skip("torchrun is not on PATH")
+    command = [
+        "torchrun", "--standalone", "--nproc_per_node", "2", "-m", "corecode", "train", "--preset", "cpu-smoke",
+        f"output_dir={tmp_path / 'run'}", "stage=coder", "use_plans=false", "validation_limit=2",
+    ]
+    env = {**os.environ, "CORECODE_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "validation_limit=0 for multi-process training" in done.stderr, done.stderr[-2000:]

@@ -41,7 +41,7 @@ from corecode.training.callbacks import MetricsCallback, ValidationCallback
 from corecode.training.config import TrainConfig
 from corecode.training.data import to_dataset
 from corecode.training.grpo import build_trainer, group_layout, grpo_args, open_sandbox, save_final, train_with_resume
-from corecode.training.models import load_policy
+from corecode.training.models import distributed_state, load_policy
 from corecode.training.partners import PolicyBackend, checkpoint_hash, partner_backend
 from corecode.types import Problem
 
@@ -247,8 +247,6 @@ def run_debugger_stage(
     if config.resume and final.is_dir():
         return final
     stage_dir.mkdir(parents=True, exist_ok=True)
-    from accelerate import PartialState
-
     coder = partner_backend(config.coder_backend, coder_source, config.bf16)
     build_program = PROGRAM_BUILDERS[config.program_style]
     try:
@@ -259,7 +257,7 @@ def run_debugger_stage(
                 key += "-" + hashlib.sha256(json.dumps(plans, sort_keys=True).encode()).hexdigest()[:8]
             sampling = SamplingConfig(temperature=config.coder_temperature, top_p=config.top_p,
                                       max_tokens=config.partner_max_tokens)
-            with PartialState().main_process_first():  # rank 0 builds the cases; the others read the cache
+            with distributed_state().main_process_first():  # rank 0 builds the cases; the others read the cache
                 cases = DebugCaseCache(cases_dir, key).ensure(
                     problems, _case_writer(coder, sampling, config.debug_attempts, plans), execute_public,
                     config.debug_cases_per_problem, plans)

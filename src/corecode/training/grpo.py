@@ -10,6 +10,7 @@ from typing import Any
 from corecode.errors import ConfigError, TrainingError
 from corecode.rewards import GroupLayout
 from corecode.training.config import TrainConfig
+from corecode.training.models import distributed_state
 from corecode.types import Problem
 
 __all__ = ["open_sandbox", "grpo_args", "group_layout", "build_trainer", "train_with_resume", "save_final", "last_checkpoint",
@@ -54,10 +55,9 @@ def grpo_args(config: TrainConfig, stage_dir: Path):
 
 def group_layout(num_generations: int) -> GroupLayout:
     """Rank and all-gather of the current accelerate state (one process: rank 0, identity-like gather)."""
-    from accelerate import PartialState
     from accelerate.utils import gather_object
 
-    state = PartialState()
+    state = distributed_state()
     gather = gather_object if state.num_processes > 1 else (lambda items: list(items))
     return GroupLayout(num_generations=num_generations, gather=gather, process_index=state.process_index)
 
@@ -132,15 +132,14 @@ def stage_reference_times(config: TrainConfig, stage_dir: Path, problems: list[P
     """t_ref per problem (time_reference 'auto'): measured once by the main process, saved, reused on resume."""
     if config.rewards.time_reference != "auto":
         return None
-    from accelerate import PartialState
 
     from corecode.rewards import load_reference_times, measure_reference_times, save_reference_times
 
     path = stage_dir / "reference_times.json"
-    with PartialState().main_process_first():  # the main process measures and saves; the others load its file
+    with distributed_state().main_process_first():  # the main process measures and saves; the others load its file
         times = load_reference_times(path, problems)
         if times is None:
             times = measure_reference_times(problems, execute)
-            if PartialState().is_main_process:
+            if distributed_state().is_main_process:
                 save_reference_times(path, times)
     return times

@@ -17,7 +17,7 @@ from typing import Any
 
 from corecode.errors import ConfigError, MissingDependencyError, TrainingError
 
-__all__ = ["resolve_model", "convert_gguf", "load_policy", "import_training_stack"]
+__all__ = ["distributed_state", "resolve_model", "convert_gguf", "load_policy", "import_training_stack"]
 
 
 def import_training_stack() -> None:
@@ -77,6 +77,20 @@ def resolve_model(spec: str, seed: int = 0) -> str:
     if sep and kind not in ("tiny", "builtin") and not Path(spec).exists():
         raise ConfigError(f"model {spec!r}: use tiny:NAME, builtin:NAME, a Hub id or a checkpoint directory")
     return spec
+
+
+def distributed_state() -> Any:
+    """accelerate's PartialState, created as training needs it.
+
+    On a machine without CUDA, torchrun's processes only join one process group (MULTI_CPU) when the first
+    PartialState of the process is created with ``cpu=True``; a plain ``PartialState()`` there reports a
+    single process, so every ``main_process_first`` is a no-op and both ranks race on shared files (seen
+    as a half-written tiny model read by rank 1). Every training module gets its state from here.
+    """
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.cuda.is_available())
 
 
 def load_policy(path: str, bf16: bool) -> tuple[Any, Any]:

@@ -21,6 +21,7 @@ from corecode.agents import TaskView, render_prompt
 from corecode.backends import Backend, SamplingConfig, load_backend
 from corecode.backends.transformers_backend import TransformersBackend, TransformersConfig
 from corecode.errors import TrainingError
+from corecode.training.models import distributed_state
 from corecode.types import Problem
 
 __all__ = ["partner_backend", "PolicyBackend", "coder_writer", "checkpoint_hash", "PlanCache"]
@@ -31,9 +32,8 @@ def partner_backend(spec: str | None, checkpoint: str, bf16: bool) -> Backend:
     if spec:
         return load_backend(spec)
     import torch
-    from accelerate import PartialState
 
-    device = f"cuda:{PartialState().local_process_index}" if torch.cuda.is_available() else "cpu"
+    device = f"cuda:{distributed_state().local_process_index}" if torch.cuda.is_available() else "cpu"
     return load_backend(f"transformers:{checkpoint}", dtype="bfloat16" if bf16 else "float32", device=device)
 
 

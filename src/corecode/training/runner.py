@@ -21,7 +21,7 @@ from pathlib import Path
 from corecode.errors import ConfigError
 from corecode.training.config import TrainConfig
 from corecode.training.data import load_problems
-from corecode.training.models import import_training_stack, resolve_model
+from corecode.training.models import distributed_state, import_training_stack, resolve_model
 
 __all__ = ["run_training"]
 
@@ -51,9 +51,8 @@ def run_training(config: TrainConfig) -> dict[str, str]:
             limit=config.validation_limit,
             ids=config.validation_ids,
         )
-    from accelerate import PartialState
 
-    state = PartialState()
+    state = distributed_state()
     if config.validation_limit and state.num_processes > 1:
         raise ConfigError(
             "the validation probe samples the policy on one process, which deadlocks sharded (ZeRO-3 / FSDP) "
@@ -89,12 +88,11 @@ def _run_auxiliary_stage(config: TrainConfig, init: str, planner: str, coder: st
         from corecode.training.retrieval import run_retrieval_stage
 
         return str(run_retrieval_stage(config, out / "retrieval", init, coder, problems, validation))
-    from accelerate import PartialState
 
     from corecode.training.debugger import run_debugger_stage
     from corecode.training.stage2 import stage2_plans
 
     unique = list({p.id: p for p in [*problems, *validation]}.values())
-    with PartialState().main_process_first():
+    with distributed_state().main_process_first():
         plans = stage2_plans(config, planner, unique, out / "plans")
     return str(run_debugger_stage(config, out / "debugger", init, coder, problems, validation, out / "debug_cases", plans))

@@ -23,7 +23,7 @@ from corecode.training.grpo import (
     save_final,
     train_with_resume,
 )
-from corecode.training.models import load_policy
+from corecode.training.models import distributed_state, load_policy
 from corecode.training.partners import PlanCache, PolicyBackend, checkpoint_hash, partner_backend
 from corecode.types import Problem
 
@@ -62,10 +62,8 @@ def run_coder_stage(
     if config.resume and final.is_dir():
         return final
     stage_dir.mkdir(parents=True, exist_ok=True)
-    from accelerate import PartialState
-
     unique = list({p.id: p for p in [*problems, *validation]}.values())
-    with PartialState().main_process_first():  # rank 0 writes the plans; the other ranks then read the cache
+    with distributed_state().main_process_first():  # rank 0 writes the plans; the other ranks then read the cache
         plans = stage2_plans(config, planner_source, unique, plans_dir)
     args = grpo_args(config, stage_dir)
     layout = group_layout(config.num_generations)
