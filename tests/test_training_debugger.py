@@ -152,3 +152,20 @@ def test_debugger_stage_trains_logs_true_rewards_and_reuses_its_cases(tmp_path, 
     run_training(config)  # resumes from checkpoint-2 (already at max_steps): no new cases, a new final model
     assert next((out / "debug_cases").glob("cases-*.jsonl")).read_text() == cache_before
     assert (stage / "final" / "model.safetensors").is_file()
+
+
+def test_prepare_only_writes_the_cases_and_trains_nothing(tmp_path, monkeypatch):
+    from corecode.errors import ConfigError
+    from corecode.training import load_config, preset_path, run_training
+
+    monkeypatch.setenv("CORECODE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    overrides = [f"output_dir={out}", "stage=debugger", "debugger_model=tiny:llama-char", "use_plans=false",
+                 "coder_backend=corecode.training.toy:buggy_coder", "benchmark=corecode.training.toy:digit_debug_problems",
+                 "validation_limit=0", "debug_attempts=1", "prepare_only=true"]
+    result = run_training(load_config(preset_path("cpu-smoke"), overrides))
+    assert result["debug_cases"].startswith("4 case(s)")
+    assert len(next((out / "debug_cases").glob("cases-*.jsonl")).read_text().splitlines()) == 4
+    assert not (out / "debugger").exists(), "prepare_only must not train"
+    with pytest.raises(ConfigError, match="prepare_only needs stage=coder or stage=debugger"):
+        load_config(preset_path("cpu-smoke"), ["prepare_only=true"])

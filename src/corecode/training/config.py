@@ -36,6 +36,12 @@ class TrainConfig:
     )
     rounds: int = field(default=1, metadata=_h("alternating rounds of the two stages (beyond the paper)"))
     output_dir: str = field(default="runs/train", metadata=_h("checkpoints, logs, plots and the plan cache"))
+    prepare_only: bool = field(
+        default=False,
+        metadata=_h("stage=coder / debugger: write the plan and debugging-case caches, then stop without training. "
+                    "Run it once on one process before a multi-process run: otherwise the other ranks wait at a "
+                    "barrier while rank 0 generates, and a long generation exceeds the process-group timeout"),
+    )
     resume: bool = field(default=True, metadata=_h("skip finished stages and resume from the last checkpoint"))
     seed: int = field(default=0, metadata=_h("seed of TRL's sampler and of torch"))
     # models
@@ -144,6 +150,11 @@ class TrainConfig:
             raise ConfigError(f"scale_rewards must be group, batch or none; got {self.scale_rewards!r}")
         if self.rounds > 1 and self.stage != "both":
             raise ConfigError(f"rounds={self.rounds} alternates the two stages: it needs stage=both")
+        if self.prepare_only and self.stage not in ("coder", "debugger"):
+            raise ConfigError(
+                f"prepare_only needs stage=coder or stage=debugger (they generate caches before training); "
+                f"stage={self.stage} has nothing slow to prepare (stage 2 of 'both' plans from the stage-1 Planner)"
+            )
         if self.debug_attempts < 1 or self.debug_cases_per_problem < 1 or self.retrieval_k < 1:
             raise ConfigError("debug_attempts, debug_cases_per_problem and retrieval_k must be >= 1")
         if self.max_steps == 0 or self.eval_steps < 0 or self.validation_limit < 0:

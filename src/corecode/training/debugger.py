@@ -45,7 +45,10 @@ from corecode.training.models import distributed_state, load_policy
 from corecode.training.partners import PolicyBackend, checkpoint_hash, partner_backend
 from corecode.types import Problem
 
-__all__ = ["DebugCase", "DebugCaseCache", "DebugProbe", "debugger_rows", "run_debugger_stage", "NO_PLAN"]
+__all__ = [
+    "DebugCase", "DebugCaseCache", "DebugProbe", "debugger_rows", "build_debug_cases", "prepare_debug_cases",
+    "run_debugger_stage", "NO_PLAN",
+]
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +235,38 @@ def _case_writer(coder: Backend, sampling: SamplingConfig, attempts: int, plans:
     return write
 
 
+def build_debug_cases(
+    config: TrainConfig,
+    coder: Backend,
+    coder_source: str,
+    problems: Sequence[Problem],
+    cases_dir: Path,
+    plans: Mapping[str, str] | None,
+    execute_public: Executor,
+) -> list[DebugCase]:
+    """The stage's debugging cases through the cache (keyed by the frozen Coder and the plans it wrote from)."""
+    key = checkpoint_hash(config.coder_backend or coder_source)
+    if plans:  # the Coder wrote from these plans: other plans, other cases
+        key += "-" + hashlib.sha256(json.dumps(plans, sort_keys=True).encode()).hexdigest()[:8]
+    sampling = SamplingConfig(temperature=config.coder_temperature, top_p=config.top_p,
+                              max_tokens=config.partner_max_tokens)
+    return DebugCaseCache(cases_dir, key).ensure(
+        problems, _case_writer(coder, sampling, config.debug_attempts, plans), execute_public,
+        config.debug_cases_per_problem, plans)
+
+
+def prepare_debug_cases(config: TrainConfig, coder_source: str, problems: list[Problem], cases_dir: Path,
+                        plans: Mapping[str, str] | None) -> list[DebugCase]:
+    """``prepare_only``: build the cases on this process and stop (no policy is loaded)."""
+    coder = partner_backend(config.coder_backend, coder_source, config.bf16)
+    try:
+        with open_sandbox(config) as sandbox:
+            return build_debug_cases(config, coder, coder_source, problems, cases_dir, plans,
+                                     sandbox_executor(sandbox, tests="public"))
+    finally:
+        coder.close()
+
+
 def run_debugger_stage(
     config: TrainConfig,
     stage_dir: Path,
@@ -252,15 +287,8 @@ def run_debugger_stage(
     try:
         with open_sandbox(config) as sandbox:
             execute, execute_public = sandbox_executor(sandbox), sandbox_executor(sandbox, tests="public")
-            key = checkpoint_hash(config.coder_backend or coder_source)
-            if plans:  # the Coder wrote from these plans: other plans, other cases
-                key += "-" + hashlib.sha256(json.dumps(plans, sort_keys=True).encode()).hexdigest()[:8]
-            sampling = SamplingConfig(temperature=config.coder_temperature, top_p=config.top_p,
-                                      max_tokens=config.partner_max_tokens)
             with distributed_state().main_process_first():  # rank 0 builds the cases; the others read the cache
-                cases = DebugCaseCache(cases_dir, key).ensure(
-                    problems, _case_writer(coder, sampling, config.debug_attempts, plans), execute_public,
-                    config.debug_cases_per_problem, plans)
+                cases = build_debug_cases(config, coder, coder_source, problems, cases_dir, plans, execute_public)
             if not cases:
                 raise TrainingError(
                     f"the frozen Coder's {config.debug_attempts} program(s) per problem passed the public tests of "

@@ -64,6 +64,10 @@ def run_training(config: TrainConfig) -> dict[str, str]:
         auxiliary = None
         if config.stage in ("debugger", "retrieval"):
             auxiliary = resolve_model(getattr(config, f"{config.stage}_model"), config.seed)
+    if config.prepare_only:
+        result = _prepare(config, planner, coder, problems, validation)
+        (out / "prepared.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+        return result
     if auxiliary is not None:
         result = {config.stage: _run_auxiliary_stage(config, auxiliary, planner, coder, problems, validation), "coder": coder}
         (out / "final.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
@@ -96,3 +100,19 @@ def _run_auxiliary_stage(config: TrainConfig, init: str, planner: str, coder: st
     with distributed_state().main_process_first():
         plans = stage2_plans(config, planner, unique, out / "plans")
     return str(run_debugger_stage(config, out / "debugger", init, coder, problems, validation, out / "debug_cases", plans))
+
+
+def _prepare(config: TrainConfig, planner: str, coder: str, problems, validation) -> dict[str, str]:
+    """prepare_only: the stage-2 plans and / or the debugging cases, written to their caches."""
+    from corecode.training.stage2 import stage2_plans
+
+    out = Path(config.output_dir)
+    unique = list({p.id: p for p in [*problems, *validation]}.values())
+    plans = stage2_plans(config, planner, unique, out / "plans")
+    result = {"plans": str(out / "plans") if plans is not None else "none (use_plans=false)"}
+    if config.stage == "debugger":
+        from corecode.training.debugger import prepare_debug_cases
+
+        cases = prepare_debug_cases(config, coder, problems, out / "debug_cases", plans)
+        result["debug_cases"] = f"{len(cases)} case(s) in {out / 'debug_cases'}"
+    return result
