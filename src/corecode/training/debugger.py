@@ -24,7 +24,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +183,7 @@ class DebugProbe:
     debugger_sampling: SamplingConfig
     plans: Mapping[str, str] | None = None
     tokenizer: Any = None
-    _alone: tuple[list[str], list[Any], list[Any]] | None = None
+    _alone: tuple[list[str], list[Any], list[Any]] | None = field(default=None, init=False, repr=False)
 
     def _coder_alone(self) -> tuple[list[str], list[Any], list[Any]]:
         """The frozen Coder's greedy programs and their hidden / public results (the Coder never changes)."""
