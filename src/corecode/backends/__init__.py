@@ -5,7 +5,8 @@ A backend is chosen by a spec string:
 - a built-in model name (``qwen2.5-coder-0.5b`` = the default, ``qwen2.5-coder-1.5b``, ``smollm2-135m``):
   that GGUF run with llama.cpp;
 - ``KIND:TARGET`` with KIND one of :data:`BACKENDS`: ``llamacpp:PATH.gguf|BUILTIN``,
-  ``transformers:HUB_ID|DIR|BUILTIN``, ``vllm:HUB_ID|DIR``, ``openai:MODEL@BASE_URL``,
+  ``transformers:HUB_ID|DIR|BUILTIN``, ``lora:BASE@ADAPTER_DIR`` (one shared base, an adapter per role),
+  ``vllm:HUB_ID|DIR``, ``openai:MODEL@BASE_URL``,
   ``scripted[:REPLIES.json]``;
 - ``package.module:factory``: a plug-in, called with the options, that returns a Backend.
 
@@ -37,6 +38,7 @@ __all__ = [
 BACKENDS: dict[str, str] = {
     "llamacpp": "corecode.backends.llamacpp:create",
     "transformers": "corecode.backends.transformers_backend:create",
+    "lora": "corecode.backends.lora_backend:create",
     "vllm": "corecode.backends.vllm_backend:create",
     "openai": "corecode.backends.openai_compat:create",
     "scripted": "corecode.backends.scripted:create",
