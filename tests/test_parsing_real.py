@@ -24,7 +24,6 @@ from corecode.parsing import (
 REAL = Path(__file__).parent / "fixtures" / "pipelines" / "real_outputs"
 FILES = sorted(REAL.glob("*.json"))
 CODE_ROLES = {"coder", "coder_with_plan"}
-MBPP = Path(__file__).resolve().parents[2] / "shared" / "data" / "mbpp" / "mbpp.jsonl"
 
 
 def _load(path):
@@ -36,9 +35,7 @@ def _problem(path, record):
     if record["benchmark"] == "humaneval":
         number = stem.split("_")[1]
         return get_problem("humaneval", f"HumanEval/{number}")
-    if not MBPP.is_file():
-        pytest.skip("shared MBPP data not found")
-    return get_problem("mbpp", stem.split("_")[0], path=MBPP)
+    return get_problem("mbpp", stem.split("_")[0])  # the copy shipped in the package
 
 
 def test_fixtures_exist():
