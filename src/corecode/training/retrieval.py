@@ -22,22 +22,11 @@ from typing import Any
 from corecode.agents import TaskView, render_prompt
 from corecode.backends import Backend, SamplingConfig
 from corecode.parsing import Exemplar, parse_retrieval
-from corecode.rewards import ExecutionLog, RetrievalReward, sandbox_executor
-from corecode.rewards.trl_rewards import program_for
-from corecode.training.callbacks import CollaborationProbe, MetricsCallback, ValidationCallback
+from corecode.rewards import RetrievalReward
 from corecode.training.config import TrainConfig
-from corecode.training.data import planner_rows, to_dataset
-from corecode.training.grpo import (
-    build_trainer,
-    group_layout,
-    grpo_args,
-    open_sandbox,
-    save_final,
-    stage_reference_times,
-    train_with_resume,
-)
-from corecode.training.models import load_policy
-from corecode.training.partners import PolicyBackend, partner_backend
+from corecode.training.data import planner_rows
+from corecode.training.partners import PolicyBackend
+from corecode.training.stage1 import PlannerLikeRole, run_planner_like_stage
 from corecode.types import Problem
 
 __all__ = ["run_retrieval_stage", "exemplar_plan_prompts", "retrieval_writer"]
@@ -80,6 +69,35 @@ def retrieval_writer(backend: Backend, plan_sampling: SamplingConfig, code_sampl
     return write
 
 
+def _validation_plans(model: Any, tokenizer: Any, partner: Backend, problems: list[Problem],
+                      config: TrainConfig) -> list[str]:
+    """The frozen exemplar planner's plan from the policy's greedy retrieval (first recalled problem)."""
+    policy = PolicyBackend(model, tokenizer, name="retrieval-policy")
+    conversations = [render_prompt("retrieval", TaskView.from_problem(p), k=config.retrieval_k) for p in problems]
+    retrievals = [group[0].text for group in
+                  policy.generate(conversations, SamplingConfig(temperature=0.0, max_tokens=config.max_completion_length))]
+    prompts = [exemplar_plan_prompts(p, text, 1)[0] for p, text in zip(problems, retrievals)]
+    greedy = SamplingConfig(temperature=0.0, max_tokens=config.partner_max_tokens)
+    return [group[0].text for group in partner.generate(prompts, greedy)]
+
+
+def _writer(partner: Backend, config: TrainConfig):
+    sampling = SamplingConfig(temperature=config.coder_temperature, top_p=config.top_p,
+                              max_tokens=config.partner_max_tokens)
+    return retrieval_writer(partner, sampling, sampling, config.coder_samples, config.retrieval_k)
+
+
+RETRIEVAL = PlannerLikeRole(
+    name="retrieval",
+    reward=RetrievalReward,
+    writer=_writer,
+    rows=lambda problems, reference_times, config: planner_rows(problems, reference_times, role="retrieval",
+                                                                k=config.retrieval_k),
+    validation_plans=_validation_plans,
+    check_plan_format=False,
+)
+
+
 def run_retrieval_stage(
     config: TrainConfig,
     stage_dir: Path,
@@ -89,55 +107,4 @@ def run_retrieval_stage(
     validation: list[Problem],
 ) -> Path:
     """Train the Retrieval agent from ``retrieval_init`` against the frozen planning path; return its final checkpoint."""
-    final = stage_dir / "final"
-    if config.resume and final.is_dir():
-        return final
-    stage_dir.mkdir(parents=True, exist_ok=True)
-    args = grpo_args(config, stage_dir)
-    layout = group_layout(config.num_generations)
-    model, tokenizer = load_policy(retrieval_init, config.bf16)
-    partner = partner_backend(config.coder_backend, coder_checkpoint, config.bf16)
-    plan_sampling = SamplingConfig(temperature=config.coder_temperature, top_p=config.top_p,
-                                   max_tokens=config.partner_max_tokens)
-    try:
-        with open_sandbox(config) as sandbox:
-            execute = sandbox_executor(sandbox)
-            reference_times = stage_reference_times(config, stage_dir, problems, execute)
-            reward = RetrievalReward(
-                {p.id: p for p in problems},
-                retrieval_writer(partner, plan_sampling, plan_sampling, config.coder_samples, config.retrieval_k),
-                execute,
-                layout,
-                config.rewards,
-                ExecutionLog(stage_dir / f"executions-rank{layout.process_index}.jsonl"),
-            )
-            callbacks: list[Any] = [MetricsCallback(stage_dir)]
-            if validation:
-                greedy = SamplingConfig(temperature=0.0, max_tokens=config.partner_max_tokens)
-                probe = CollaborationProbe(
-                    validation,
-                    plans=lambda model: _validation_plans(model, tokenizer, partner, validation, config, greedy),
-                    coder=lambda model: partner,
-                    execute=execute,
-                    build_program=program_for,
-                    coder_sampling=greedy,
-                    check_plan_format=False,
-                )
-                callbacks.append(ValidationCallback(probe, config.eval_steps, stage_dir, "retrieval"))
-            rows = planner_rows(problems, reference_times, role="retrieval", k=config.retrieval_k)
-            trainer = build_trainer(config, args, model, tokenizer, reward, to_dataset(rows), callbacks)
-            train_with_resume(trainer, stage_dir, config.resume)
-            return save_final(trainer, tokenizer, stage_dir, retrieval_init, config.use_lora, config.bf16)
-    finally:
-        partner.close()
-
-
-def _validation_plans(model: Any, tokenizer: Any, partner: Backend, problems: list[Problem], config: TrainConfig,
-                      greedy: SamplingConfig) -> list[str]:
-    """The frozen exemplar planner's plan from the policy's greedy retrieval (first recalled problem)."""
-    policy = PolicyBackend(model, tokenizer, name="retrieval-policy")
-    conversations = [render_prompt("retrieval", TaskView.from_problem(p), k=config.retrieval_k) for p in problems]
-    retrievals = [group[0].text for group in
-                  policy.generate(conversations, SamplingConfig(temperature=0.0, max_tokens=config.max_completion_length))]
-    prompts = [exemplar_plan_prompts(p, text, 1)[0] for p, text in zip(problems, retrievals)]
-    return [group[0].text for group in partner.generate(prompts, greedy)]
+    return run_planner_like_stage(RETRIEVAL, config, stage_dir, retrieval_init, coder_checkpoint, problems, validation)
