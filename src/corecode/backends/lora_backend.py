@@ -24,7 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from corecode.backends.base import Completion, Conversation, SamplingConfig
-from corecode.backends.transformers_backend import TransformersBackend, TransformersConfig, _import_torch_transformers
+from corecode.backends.transformers_backend import (
+    TransformersBackend,
+    TransformersConfig,
+    _import_torch_transformers,
+    prepare_chat_tokenizer,
+)
 from corecode.errors import BackendError, ConfigError, MissingDependencyError
 
 __all__ = ["LoraBackend", "create", "shared_models"]
@@ -74,6 +79,7 @@ class LoraBackend(TransformersBackend):
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer_source))
         except (OSError, ValueError) as exc:
             raise BackendError(f"lora backend could not load a tokenizer from {tokenizer_source}: {exc}") from exc
+        prepare_chat_tokenizer(self.tokenizer, str(tokenizer_source))  # before the shared model counts a user
         key = (str(base), config.dtype, config.device)
         with _REGISTRY_LOCK:
             shared = _SHARED.get(key)
@@ -92,11 +98,6 @@ class LoraBackend(TransformersBackend):
             shared.users += 1
         self._shared, self._key = shared, key
         self.model = shared.model
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        if not self.tokenizer.chat_template:
-            raise BackendError(f"{tokenizer_source} has no chat template in its tokenizer: it is not a chat model")
 
     def generate(
         self, conversations: Sequence[Conversation], sampling: SamplingConfig, n: int = 1

@@ -73,11 +73,7 @@ class TransformersBackend:
         except (OSError, ValueError) as exc:
             raise BackendError(f"transformers could not load {model!r}: {exc}") from exc
         self.model.to(config.device).eval()
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        if not self.tokenizer.chat_template:
-            raise BackendError(f"{model!r} has no chat template in its tokenizer: it is not a chat model")
+        prepare_chat_tokenizer(self.tokenizer, model)
 
     def generate(
         self, conversations: Sequence[Conversation], sampling: SamplingConfig, n: int = 1
@@ -149,6 +145,15 @@ class TransformersBackend:
 
     def close(self) -> None:
         self.model = None  # frees the weights once no one else holds them
+
+
+def prepare_chat_tokenizer(tokenizer: Any, source: object) -> None:
+    """Left padding (each row's prompt ends at the same position), a pad token, and a chat template."""
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not tokenizer.chat_template:
+        raise BackendError(f"{source!r} has no chat template in its tokenizer: it is not a chat model")
 
 
 def _stop_on_strings(tokenizer: Any, stops: Sequence[str], prompt_length: int) -> Any:
