@@ -16,7 +16,7 @@ from corecode.errors import ConfigError
 from corecode.registry import import_path
 from corecode.types import Problem
 
-__all__ = ["load_problems", "planner_rows", "coder_rows", "to_dataset"]
+__all__ = ["load_problems", "unique_problems", "planner_rows", "coder_rows", "to_dataset"]
 
 
 def load_problems(
@@ -45,6 +45,11 @@ def load_problems(
             raise ConfigError(f"{benchmark} {split}: duplicate problem id {p.id!r}; rewards look problems up by id")
         ids_seen.add(p.id)
     return problems
+
+
+def unique_problems(*groups: Sequence[Problem]) -> list[Problem]:
+    """The problems of all groups (training, validation), each id once, in first-seen order."""
+    return list({p.id: p for group in groups for p in group}.values())
 
 
 def planner_rows(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from corecode.errors import ConfigError
 from corecode.training.config import TrainConfig
-from corecode.training.data import load_problems
+from corecode.training.data import load_problems, unique_problems
 from corecode.training.models import distributed_state, import_training_stack, resolve_model
 
 __all__ = ["run_training"]
@@ -96,7 +96,7 @@ def _run_auxiliary_stage(config: TrainConfig, init: str, planner: str, coder: st
     from corecode.training.debugger import run_debugger_stage
     from corecode.training.stage2 import stage2_plans
 
-    unique = list({p.id: p for p in [*problems, *validation]}.values())
+    unique = unique_problems(problems, validation)
     with distributed_state().main_process_first():
         plans = stage2_plans(config, planner, unique, out / "plans")
     return str(run_debugger_stage(config, out / "debugger", init, coder, problems, validation, out / "debug_cases", plans))
@@ -107,7 +107,7 @@ def _prepare(config: TrainConfig, planner: str, coder: str, problems, validation
     from corecode.training.stage2 import stage2_plans
 
     out = Path(config.output_dir)
-    unique = list({p.id: p for p in [*problems, *validation]}.values())
+    unique = unique_problems(problems, validation)
     plans = stage2_plans(config, planner, unique, out / "plans")
     result = {"plans": str(out / "plans") if plans is not None else "none (use_plans=false)"}
     if config.stage == "debugger":

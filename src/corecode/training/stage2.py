@@ -14,7 +14,7 @@ from corecode.rewards import CoderReward, ExecutionLog, sandbox_executor
 from corecode.rewards.trl_rewards import PROGRAM_BUILDERS
 from corecode.training.callbacks import CollaborationProbe, MetricsCallback, ValidationCallback
 from corecode.training.config import TrainConfig
-from corecode.training.data import coder_rows, to_dataset
+from corecode.training.data import coder_rows, to_dataset, unique_problems
 from corecode.training.grpo import (
     build_trainer,
     group_layout,
@@ -62,7 +62,7 @@ def run_coder_stage(
     if config.resume and final.is_dir():
         return final
     stage_dir.mkdir(parents=True, exist_ok=True)
-    unique = list({p.id: p for p in [*problems, *validation]}.values())
+    unique = unique_problems(problems, validation)
     with distributed_state().main_process_first():  # rank 0 writes the plans; the other ranks then read the cache
         plans = stage2_plans(config, planner_source, unique, plans_dir)
     args = grpo_args(config, stage_dir)
