@@ -58,8 +58,13 @@ def sigmoid(x: float) -> float:
 def time_reference(
     outcomes: Sequence[Outcome | None], reference_time_s: float | None, config: RewardConfig
 ) -> float | None:
-    """t_ref: the reference solution's time (mode 'auto', when known), else the median of passing programs."""
-    if config.time_reference == "auto" and reference_time_s is not None and reference_time_s > 0:
+    """t_ref: the reference solution's time (mode 'auto', when known), else the median of passing programs.
+
+    ``None`` is the only "unknown": a measured 0 (faster than the clock) is known and floored like any time.
+    """
+    if config.time_reference == "auto" and reference_time_s is not None:
+        if reference_time_s < 0 or math.isnan(reference_time_s):
+            raise ValueError(f"a reference time must be >= 0 seconds or None (unknown), got {reference_time_s}")
         return max(reference_time_s, config.time_floor_s)
     times = [max(o.cpu_time_s, config.time_floor_s) for o in outcomes if o is not None and o.passed]
     return statistics.median(times) if times else None
