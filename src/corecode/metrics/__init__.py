@@ -1,10 +1,20 @@
-"""Metrics of generated programs: pass@k, APR, Collaboration Gain, complexity, failures, efficiency, cost.
+"""Metrics of generated programs: pass@k, APR, Collaboration Gain, complexity, failures, efficiency, cost,
+and bootstrap intervals over problems (pass@k, APR, CG, any paired A-vs-B difference).
 
 Standard library only (the metrics layer sits below benchmarks, backends and pipelines). Every metric is a
 plain function of plain records, so training can log the same numbers that evaluation reports.
 """
 
 from corecode.metrics.apr import apr_macro, apr_micro, per_problem_pass_rate
+from corecode.metrics.bootstrap import (
+    Interval,
+    PairedDifference,
+    bootstrap_mean,
+    bootstrap_pass_at_k,
+    paired_bootstrap,
+    paired_pass_at_k,
+    problems_needed,
+)
 from corecode.metrics.collaboration import (
     CollaborationGain,
     collaboration_gain,
@@ -23,6 +33,13 @@ __all__ = [
     "apr_macro",
     "apr_micro",
     "per_problem_pass_rate",
+    "Interval",
+    "PairedDifference",
+    "bootstrap_mean",
+    "bootstrap_pass_at_k",
+    "paired_bootstrap",
+    "paired_pass_at_k",
+    "problems_needed",
     "CollaborationGain",
     "collaboration_gain",
     "collaboration_gain_from_counts",
