@@ -148,3 +148,41 @@ def test_sandbox_executor_falls_back_to_one_by_one_and_marks_our_failures():
     got = execute([("ok", PROBLEMS["p0"]), ("boom", PROBLEMS["p0"])])
     assert got[0].passed and got[1] is None
     assert coder_group_rewards([Outcome.from_execution(got[0]), None], CFG) == [1.2, None]
+
+
+def test_a_group_that_mixes_prompts_is_refused_not_scored():
+    """G = 2 rows of p0 then p1, p1, then p0: the middle run (p0, p1) is not one prompt's group."""
+    ids = ["p0", "p1", "p1", "p0"]
+    with pytest.raises(ValueError, match="2 prompts"):
+        CoderReward(PROBLEMS, fake_execute, GroupLayout(num_generations=2), CFG)(["q"] * 4, [answer("pass-1")] * 4, ids)
+    # same problem id, different prompt texts (two debugging cases of one problem): also not one group
+    with pytest.raises(ValueError, match="one prompt"):
+        CoderReward(PROBLEMS, fake_execute, GroupLayout(num_generations=2), CFG)(
+            [[{"role": "user", "content": "case 1"}], [{"role": "user", "content": "case 2"}]],
+            [answer("pass-1")] * 2, ["p0", "p0"])
+    planner = PlannerReward(PROBLEMS, lambda plans, problems: [[answer("pass-1")] for _ in plans], fake_execute,
+                            GroupLayout(num_generations=2), CFG)
+    with pytest.raises(ValueError, match="one prompt"):
+        planner(["q"] * 2, ["plan a", "plan b"], ["p0", "p1"])
+
+
+def test_the_prompt_check_sees_groups_across_processes():
+    """Two processes, G = 2, rows (p0 | p0) are one group split across ranks: accepted; (p0 | p1): refused."""
+    for ids, ok in ((["p0", "p0"], True), (["p0", "p1"], False)):
+        gather = ThreadGather(2)
+        outcome: dict[int, object] = {}
+
+        def rank_main(rank):
+            layout = GroupLayout(num_generations=2, gather=gather.for_rank(rank), process_index=rank)
+            try:
+                outcome[rank] = CoderReward(PROBLEMS, fake_execute, layout, CFG)(["q"], [answer("pass-1")], [ids[rank]])
+            except ValueError as exc:
+                outcome[rank] = exc
+
+        threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(2)]
+        [t.start() for t in threads]
+        [t.join(10) for t in threads]
+        if ok:
+            assert outcome == {0: [pytest.approx(1.2)], 1: [pytest.approx(1.2)]}
+        else:
+            assert all(isinstance(outcome[r], ValueError) for r in (0, 1))

@@ -5,7 +5,8 @@ How TRL groups completions (verified in trl 1.16 ``GRPOTrainer``): its ``RepeatS
 steps_per_generation`` rows per process, so gradient accumulation steps share one generation) is cut into
 consecutive per-process slices, process 0 first. TRL gathers the per-process reward tensors in process
 order and reads rows ``[k*G, (k+1)*G)`` of the gathered batch as group k. A group may therefore straddle two
-processes, but never two generation batches.
+processes, but never two generation batches. Nothing in TRL's API promises this layout, so the rewards check
+it at every step: a run of G rows whose prompts (problem id and prompt text) differ raises ``ValueError``.
 
 These callables do the same: each process scores its own rows (Coder generation, sandbox), then the
 per-row outcomes are *gathered* (``GroupLayout.gather``, e.g. ``accelerate.utils.gather_object`` in
@@ -38,6 +39,7 @@ from corecode.types import ExecutionResult, Problem
 
 __all__ = [
     "GroupLayout",
+    "prompt_keys",
     "Executor",
     "ProgramWriter",
     "DebuggerReward",
@@ -73,10 +75,21 @@ class GroupLayout:
     process_index: int = field(default=0, metadata={"help": "this process's rank"})
 
     def group_and_slice(
-        self, local: list[Any], score_group: Callable[[list[Any]], list[float | None]]
+        self,
+        local: list[Any],
+        score_group: Callable[[list[Any]], list[float | None]],
+        keys: Sequence[Any] | None = None,
     ) -> list[float | None]:
-        """Gather ``local``, score each run of G consecutive rows, return this process's rewards."""
-        everything = self.gather(list(local))
+        """Gather ``local``, score each run of G consecutive rows, return this process's rewards.
+
+        ``keys`` (one per row: what identifies the row's prompt) are gathered with the rows, and every run
+        of G rows must share one key: if TRL ever changed how it samples, a group mixing prompts would
+        silently compare unrelated completions, so it is an error instead.
+        """
+        if keys is not None and len(keys) != len(local):
+            raise ValueError(f"{len(keys)} prompt keys for {len(local)} rows")
+        rows = list(local) if keys is None else list(zip(keys, local))
+        everything = self.gather(rows)
         if len(everything) % self.num_generations:
             raise ValueError(
                 f"{len(everything)} completions in the gathered batch is not a multiple of "
@@ -84,9 +97,28 @@ class GroupLayout:
             )
         rewards: list[float | None] = []
         for start in range(0, len(everything), self.num_generations):
-            rewards.extend(score_group(everything[start : start + self.num_generations]))
+            group = everything[start : start + self.num_generations]
+            if keys is not None:
+                distinct = list(dict.fromkeys(key for key, _ in group))
+                if len(distinct) > 1:
+                    raise ValueError(
+                        f"rows {start}..{start + self.num_generations - 1} of the gathered batch should be the "
+                        f"G={self.num_generations} completions of one prompt, but they come from "
+                        f"{len(distinct)} prompts ({', '.join(str(k[0] if isinstance(k, tuple) else k)[:60] for k in distinct)}); "
+                        "TRL's sampler no longer repeats each prompt G times in a row"
+                    )
+                group = [row for _, row in group]
+            rewards.extend(score_group(group))
         first = self.process_index * len(local)
         return rewards[first : first + len(local)]
+
+
+def prompt_keys(prompts: Sequence[Any], problem_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """What identifies each row's prompt for :meth:`GroupLayout.group_and_slice`: its problem and its text."""
+    return [
+        (pid, prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str))
+        for pid, prompt in zip(problem_ids, prompts)
+    ]
 
 
 def completion_text(completion: Any) -> str:
@@ -182,7 +214,9 @@ class CoderReward:
         problems = [self.problems[pid] for pid in problem_id]
         programs = [self.build_program(p, completion_text(c)) for p, c in zip(problems, completions)]
         outcomes = [_outcome(r) for r in self.execute(list(zip(programs, problems)))]
-        rewards = self.layout.group_and_slice(outcomes, lambda group: coder_group_rewards(group, self.config))
+        rewards = self.layout.group_and_slice(
+            outcomes, lambda group: coder_group_rewards(group, self.config), prompt_keys(prompts, problem_id)
+        )
         step = _step(kwargs)
         self.log.write(
             [
@@ -240,7 +274,7 @@ class PlannerReward:
         missing = [self.missing_parts(plan) for plan in plans]
         ref_times = kwargs.get("reference_time_s") or [None] * len(plans)
         local = list(zip(per_plan, missing, ref_times))
-        rewards = self.layout.group_and_slice(local, self._score_group)
+        rewards = self.layout.group_and_slice(local, self._score_group, prompt_keys(prompts, problem_id))
         self.log.write(
             [
                 {"stage": self.stage, "step": _step(kwargs), "rank": self.layout.process_index, "row": i,
