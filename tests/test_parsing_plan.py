@@ -2,7 +2,7 @@
 
 import pytest
 
-from corecode.parsing import PLAN_PARTS, parse_plan
+from corecode.parsing import PLAN_PARTS, parse_plan, plan_code
 
 BODIES = ("a list of ints; returns an int", "sort, then scan", "empty list returns 0", "one pass, O(n log n)")
 
@@ -87,3 +87,38 @@ def test_bold_label_inside_a_markdown_section_is_content_not_a_heading():
     assert plan.missing == ("input_output",)
     assert "sort, then compare neighbours" in plan.linear_progression
     assert plan.conditional_logic == "if fewer than 2 items return False"
+
+
+FOUR = ("## 1. Input-Output Definition\nA list of ints; return their sum.\n## 2. Linear Progression\nAdd them up.\n"
+        "## 3. Conditional Logic\nAn empty list gives 0.\n## 4. Iteration\nOne loop, O(n) time, O(1) memory.\n")
+
+
+def test_parts_out_of_order_are_found_present_but_not_in_order():
+    swapped = FOUR.replace("## 2. Linear Progression", "## X").replace("## 4. Iteration", "## 2. Linear Progression")
+    swapped = swapped.replace("## X", "## 4. Iteration")
+    plan = parse_plan(swapped)
+    assert plan.missing == () and not plan.in_order
+    assert plan.order == ("input_output", "iteration", "conditional_logic", "linear_progression")
+    assert parse_plan(FOUR).in_order and parse_plan(FOUR).order == PLAN_PARTS
+
+
+@pytest.mark.parametrize("text", [
+    FOUR + "\n```python\ndef f(a):\n    return sum(a)\n```\n",  # the program itself, fenced
+    FOUR + "\ndef solve(a):\n    total = 0\n    for x in a:\n        total += x\n    return total\n",  # unfenced
+    FOUR.replace("Add them up.", "for x in a: total += x"),  # one line of Python in a part
+    FOUR + "\n~~~\nimport sys\nn = int(sys.stdin.readline())\n~~~\n",  # any fence, Python inside
+])
+def test_code_in_a_plan_is_found(text):
+    assert plan_code(text) is not None
+
+
+@pytest.mark.parametrize("text", [
+    FOUR,
+    FOUR.replace("Add them up.", "for each x in the list, if it is positive, add it; return the total"),
+    FOUR + "\nExample:\n```\n3\n1 2 3\n```\n",  # example input in a fence is not code
+    FOUR + "\n```\nfor each query:\n    answer it with the prefix sums\n```\n",  # pseudocode does not parse
+    FOUR.replace("Add them up.", "Use `sum(a)` on the list `a`."),  # inline names are prose
+    "",
+])
+def test_prose_and_examples_are_not_code(text):
+    assert plan_code(text) is None

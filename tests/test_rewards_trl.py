@@ -186,3 +186,25 @@ def test_the_prompt_check_sees_groups_across_processes():
             assert outcome == {0: [pytest.approx(1.2)], 1: [pytest.approx(1.2)]}
         else:
             assert all(isinstance(outcome[r], ValueError) for r in (0, 1))
+
+
+def test_plans_out_of_order_or_with_code_pay_the_format_penalty_like_missing_parts():
+    """Same programs for every plan (both pass, 1 MiB): only the format term differs, so R differs by 0.1."""
+    complete = ("1. Input-Output Definition: x\n2. Linear Progression: y\n3. Conditional Logic: z\n"
+                "4. Iteration: none\n")
+    reordered = ("1. Input-Output Definition: x\n2. Iteration: none\n3. Conditional Logic: z\n"
+                 "4. Linear Progression: y\n")
+    with_code = complete + "```python\ndef f(x):\n    return x\n```\n"
+    plans = [complete, reordered, complete, with_code]
+    log_rows = []
+
+    class Log(ExecutionLog):
+        def write(self, records):
+            log_rows.extend(records)
+
+    reward = PlannerReward(PROBLEMS, lambda texts, problems: [[answer("pass-1")] * 2 for _ in texts], fake_execute,
+                           GroupLayout(num_generations=2), CFG, Log(None))
+    got = reward(["q"] * 4, plans, ["p0", "p0", "p1", "p1"])
+    assert got[0] == pytest.approx(1.1) and got[2] == pytest.approx(1.1)  # all at the median time: e = 0.5
+    assert got[1] == pytest.approx(1.0) and got[3] == pytest.approx(1.0)
+    assert [r["missing"] for r in log_rows] == [[], ["order"], [], ["code"]]

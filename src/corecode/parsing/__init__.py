@@ -3,7 +3,7 @@
 Standard library only (the bottom layers of corecode)."""
 
 from corecode.parsing.code import CodeBlock, code_blocks, complete_program, defines, extract_code
-from corecode.parsing.plan import PART_TITLES, PLAN_PARTS, Plan, parse_plan
+from corecode.parsing.plan import PART_TITLES, PLAN_PARTS, Plan, parse_plan, plan_code
 from corecode.parsing.scores import (
     Exemplar,
     Retrieval,
@@ -19,6 +19,7 @@ __all__ = [
     "defines",
     "CodeBlock",
     "parse_plan",
+    "plan_code",
     "Plan",
     "PLAN_PARTS",
     "PART_TITLES",

@@ -14,11 +14,14 @@ never taken for headings. Standard library only.
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Plan", "parse_plan", "PLAN_PARTS", "PART_TITLES"]
+__all__ = ["Plan", "parse_plan", "plan_code", "PLAN_PARTS", "PART_TITLES"]
 
 PLAN_PARTS: tuple[str, ...] = ("input_output", "linear_progression", "conditional_logic", "iteration")
 PART_TITLES: dict[str, str] = {
@@ -73,17 +76,23 @@ class Plan:
     conditional_logic: str | None = None
     iteration: str | None = None
     missing: tuple[str, ...] = field(default=())
+    order: tuple[str, ...] = field(default=())  # the parts found, in the order their headings appear
 
     @property
     def complete(self) -> bool:
         """All four parts present and non-empty."""
         return not self.missing
 
+    @property
+    def in_order(self) -> bool:
+        """The parts that are there appear in the format's order (Input-Output ... Iteration)."""
+        return list(self.order) == sorted(self.order, key=PLAN_PARTS.index)
+
     def parts(self) -> dict[str, str | None]:
         return {part: getattr(self, part) for part in PLAN_PARTS}
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.parts(), "missing": list(self.missing), "raw": self.raw}
+        return {**self.parts(), "missing": list(self.missing), "order": list(self.order), "raw": self.raw}
 
     def format(self) -> str:
         """The plan as four headed sections (a missing part is shown as missing), for printing."""
@@ -155,4 +164,65 @@ def parse_plan(text: str) -> Plan:
         body = "\n".join([rest, *lines[index + 1 : end]]).strip().strip("*_").strip()
         parts[part] = body or None
     missing = tuple(part for part in PLAN_PARTS if not parts[part])
-    return Plan(raw=text, missing=missing, **parts)
+    order = tuple(part for _, part, _ in headings)
+    return Plan(raw=text, missing=missing, order=order, **parts)
+
+
+_CODE_START = re.compile(r"^[ \t]*(?:def|class|for|while|if|with|try|import|from|return|async)\b")
+
+
+def _python_statements(source: str) -> list[ast.stmt] | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _is_program(statements: list[ast.stmt] | None) -> bool:
+    """Real code: some statement is more than a bare expression (``3``, ``[1, 2]``, ``f(x)``)."""
+    return bool(statements) and any(not isinstance(node, ast.Expr) for node in statements)
+
+
+def plan_code(text: str) -> str | None:
+    """The first piece of Python code in a plan (which must have none), or None.
+
+    Code is a fenced block whose body parses as Python with a statement beyond a bare expression (example
+    input, pseudocode or prose in a fence is not code), or, outside fences, a line that starts like Python
+    (``def``, ``for``, ``import`` ...) and, with the more-indented lines under it, parses as Python: a pasted
+    program without fences. Prose such as "for each query, if it is empty, return 0" does not parse.
+
+    >>> plan_code("## 2. Linear Progression\\nfor each i, add a[i] to the total") is None
+    True
+    >>> plan_code("```python\\ndef f(a):\\n    return sum(a)\\n```")
+    'def f(a):\\n    return sum(a)'
+    """
+    fence: list[str] | None = None
+    outside: list[str] = []
+    for line in (text or "").splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            if fence is None:
+                fence = []
+                continue
+            body = textwrap.dedent("\n".join(fence)).strip("\n")
+            if _is_program(_python_statements(body)):
+                return body
+            fence = None
+        elif fence is not None:
+            fence.append(line)
+        else:
+            outside.append(line)
+    for position, line in enumerate(outside):
+        if not _CODE_START.match(line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        block = [line]
+        for following in outside[position + 1 :]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            block.append(following)
+        source = textwrap.dedent("\n".join(block)).strip("\n")
+        if _is_program(_python_statements(source)):
+            return source
+    return None

@@ -5,7 +5,7 @@ are passed in as callables. Formulas: docs/training.md and ../shared/METHOD.md s
 
 from corecode.rewards.coder import coder_group_rewards, coder_reward, space_score, space_target
 from corecode.rewards.config import AGGREGATIONS, RewardConfig
-from corecode.rewards.format import format_term, plan_missing_parts, retrieval_missing_parts
+from corecode.rewards.format import format_term, plan_format_misses, plan_missing_parts, retrieval_missing_parts
 from corecode.rewards.outcome import Outcome
 from corecode.rewards.planner import (
     aggregate,
@@ -37,6 +37,7 @@ __all__ = [
     "coder_reward",
     "format_term",
     "plan_missing_parts",
+    "plan_format_misses",
     "plan_reward",
     "planner_group_rewards",
     "program_quality",

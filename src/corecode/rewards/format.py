@@ -1,7 +1,10 @@
-"""The plan-format term of R_plan: a plan that misses parts of the Algorithmic Thought costs a small penalty.
+"""The plan-format term of R_plan: a plan that breaks the Algorithmic Thought's format costs a small penalty.
 
-A plan missing parts is still handed to the Coder as raw text (../shared/METHOD.md section 2); only the
-reward notices. The parts are found by :func:`corecode.parsing.parse_plan` (its ``missing`` field).
+The format (../shared/METHOD.md sections 1-2): four named parts, in this order, and never code. A format
+miss is any of: a part missing (found by :func:`corecode.parsing.parse_plan`, its ``missing`` field), the
+parts present but out of order (``"order"``), or Python code in the plan (``"code"``, found by
+:func:`corecode.parsing.plan_code`): without the last one a Planner could write the program itself at no cost.
+A plan with a format miss is still handed to the Coder as raw text; only the reward notices.
 
 >>> format_term((), RewardConfig(format_penalty=0.1))
 0.0
@@ -15,7 +18,9 @@ from collections.abc import Sequence
 
 from corecode.rewards.config import RewardConfig
 
-__all__ = ["plan_missing_parts", "retrieval_missing_parts", "format_term"]
+__all__ = ["plan_missing_parts", "plan_format_misses", "retrieval_missing_parts", "format_term", "ORDER", "CODE"]
+
+ORDER, CODE = "order", "code"  # the format misses that are not a missing part
 
 
 def plan_missing_parts(plan_text: str) -> tuple[str, ...]:
@@ -23,6 +28,18 @@ def plan_missing_parts(plan_text: str) -> tuple[str, ...]:
     from corecode.parsing import parse_plan  # imported here: a plain function of the parsing layer
 
     return tuple(parse_plan(plan_text).missing)
+
+
+def plan_format_misses(plan_text: str) -> tuple[str, ...]:
+    """Every format miss of a plan: its missing parts, then ``"order"`` and ``"code"`` (empty when none).
+
+    >>> plan_format_misses("## 4. Iteration\\none loop\\n## 1. Input-Output Definition\\nints")
+    ('linear_progression', 'conditional_logic', 'order')
+    """
+    from corecode.parsing import parse_plan, plan_code
+
+    plan = parse_plan(plan_text)
+    return (*plan.missing, *((ORDER,) if not plan.in_order else ()), *((CODE,) if plan_code(plan_text) else ()))
 
 
 def retrieval_missing_parts(text: str) -> tuple[str, ...]:

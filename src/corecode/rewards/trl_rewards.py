@@ -32,7 +32,7 @@ from typing import Any
 from corecode.errors import SandboxError
 from corecode.rewards.coder import coder_group_rewards
 from corecode.rewards.config import RewardConfig
-from corecode.rewards.format import plan_missing_parts, retrieval_missing_parts
+from corecode.rewards.format import plan_format_misses, retrieval_missing_parts
 from corecode.rewards.outcome import Outcome
 from corecode.rewards.planner import planner_group_rewards
 from corecode.types import ExecutionResult, Problem
@@ -245,7 +245,8 @@ class PlannerReward:
 
     @staticmethod
     def missing_parts(text: str) -> tuple[str, ...]:
-        return plan_missing_parts(text)
+        """The plan's format misses (missing parts, "order", "code"): logged as ``missing``."""
+        return plan_format_misses(text)
 
     def __init__(
         self,

@@ -19,7 +19,7 @@ from transformers import TrainerCallback
 from corecode.agents import TaskView, render_prompt
 from corecode.backends import Backend, SamplingConfig
 from corecode.metrics.collaboration import collaboration_gain
-from corecode.rewards import plan_missing_parts
+from corecode.rewards import plan_format_misses
 from corecode.rewards.trl_rewards import Executor
 from corecode.types import Problem
 
@@ -59,7 +59,7 @@ class CollaborationProbe:
         if plans is not None:
             row.update(collaboration_gain(sum(passed[n:]) / n, row["pass1_alone"]).to_dict())
             if self.check_plan_format:
-                row["plan_format_ok"] = sum(not plan_missing_parts(p) for p in plans) / n
+                row["plan_format_ok"] = sum(not plan_format_misses(p) for p in plans) / n
         return row
 
 
