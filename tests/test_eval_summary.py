@@ -48,8 +48,31 @@ def test_summary_metrics_by_hand():
     assert s["complexity"] == {"mean": pytest.approx(4 / 3), "mean_passing": 1.0, "n_unparsable": 1}
     assert s["cost"]["calls_per_problem"] == 4.0 and s["cost"]["tokens_per_problem"] == pytest.approx(600.0)
     assert s["per_problem"]["p1"] == {"n": 2, "correct": 1, "pass_rate": pytest.approx(2 / 3)}
+    # intervals: p1 pass@1 0.5, p2 0.0 -> resampled means 0, 0.25 or 0.5; the paired CG differences are the same
+    assert s["intervals"]["pass_at_k"]["1"] == {"estimate": pytest.approx(0.25), "low": 0.0, "high": 0.5, "n": 2,
+                                                "confidence": 0.95}
+    assert s["intervals"]["apr_macro"]["low"] == 0.0 and s["intervals"]["apr_macro"]["high"] == pytest.approx(2 / 3)
+    assert cg["cg_interval"]["low"] == 0.0 and cg["cg_interval"]["high"] == pytest.approx(50.0)
+    assert (cg["cg_interval"]["pipeline_better"], cg["cg_interval"]["alone_better"]) == (1, 0)
     text = summary_markdown(s)
     assert "Collaboration Gain +25.0 points" in text and "| 25.0 |" in text
+    assert "| 25.0 | [0.0, 50.0] |" in text and "[+0.0, +50.0] 1/0" in text
+    assert "CG 95% paired interval over 2 problems" in text
+
+
+def test_summary_intervals_are_reproducible_and_cg_flips_count_both_ways():
+    problems = [Problem(id=f"q{i}", source="toy", statement="s", tests=(AssertTest("assert True"),)) for i in range(30)]
+    samples = [_sample(p.id, 0) for p in problems]
+    results = [_result(p.id, 0, int(i % 3 == 0), 1, "passed" if i % 3 == 0 else "wrong_answer")
+               for i, p in enumerate(problems)]
+    # the Coder alone solves q0..q9: the pipeline (q0, q3, ... q27) wins 6, loses 6 of them
+    baseline = {"run_dir": "a", "reused": True, "per_problem": {p.id: (1, int(i < 10)) for i, p in enumerate(problems)}}
+    first = summarize(EvalConfig(n=1, temperature=0.0), problems, samples, results, ["planner"], baseline)
+    again = summarize(EvalConfig(n=1, temperature=0.0), list(reversed(problems)), samples, results, ["planner"], baseline)
+    ci = first["collaboration"]["cg_interval"]
+    assert ci == again["collaboration"]["cg_interval"] and first["intervals"] == again["intervals"]
+    assert ci["estimate"] == pytest.approx(0.0) and ci["low"] < 0 < ci["high"]
+    assert (ci["pipeline_better"], ci["alone_better"]) == (6, 6)
 
 
 def test_summary_without_auxiliary_agents_has_no_cg():

@@ -52,17 +52,38 @@ def test_rows_are_setups_and_columns_are_metrics_per_benchmark(runs):
     table = report.render("md")
     assert "| mbpp Pass@1 | mbpp APR | mbpp CG |" in table.splitlines()[0].replace(" | mbpp tokens/problem", "")
     pc_row = next(line for line in table.splitlines() if line.startswith("| planner_coder"))
-    assert "| 75.0 | 75.0 | +50.0 |" in pc_row  # mbpp: 3 of 4 problems; CG 75 - 25 points
-    assert "| 50.0 | 50.0 | +25.0 |" in pc_row  # humaneval
+    cells = [c.strip() for c in pc_row.strip("|").split("|")]
+    # mbpp: 3 of 4 problems; CG 75 - 25 points; each cell carries its 95 % interval
+    assert [c.split(" [")[0] for c in cells[1:4]] == ["75.0", "75.0", "+50.0"]
+    assert [c.split(" [")[0] for c in cells[5:8]] == ["50.0", "50.0", "+25.0"]  # humaneval
+    assert cells[1] == "75.0 [25.0, 100.0]"  # 4 problems 1,1,1,0: resampled means run from 1/4 to 4/4
+    assert cells[3] == "+50.0 [+0.0, +100.0]"  # CG per problem +1 (p1, p2) or 0: paired, never below 0
 
 
 def test_csv_and_json_carry_the_same_numbers(runs):
     report = build_report(runs)
     rows = list(csv.DictReader(io.StringIO(report.render("csv"))))
     assert rows[0]["mbpp Pass@1"] == "25.0" and rows[0]["humaneval Pass@1"] == ""
+    assert (rows[1]["mbpp Pass@1 low"], rows[1]["mbpp Pass@1 high"]) == ("25.0", "100.0")
+    assert (rows[1]["mbpp CG low"], rows[1]["mbpp CG high"]) == ("0.0", "100.0")
     data = json.loads(report.render("json"))
     assert data[1]["benchmarks"]["mbpp"]["Pass@1"] == pytest.approx(0.75)
     assert data[1]["benchmarks"]["mbpp"]["CG"] == pytest.approx(50.0)
+    assert data[1]["benchmarks"]["mbpp"]["Pass@1 95% CI"] == pytest.approx([0.25, 1.0])
+
+
+def test_report_compares_runs_on_one_benchmark_with_paired_intervals_and_flips(runs, tmp_path):
+    # direct solves p0; a second direct run solves p1, p2: B - A = +25 points, 2 problems up, 1 down
+    other = _run(tmp_path, "direct-mbpp-2", "direct", "mbpp", [0, 1, 1, 0])
+    report = build_report([runs[0], other])
+    (comparison,) = report.comparisons()
+    assert comparison["problems"] == 4
+    assert comparison["pass1"]["estimate"] == pytest.approx(25.0)
+    assert (comparison["pass1"]["b_better"], comparison["pass1"]["a_better"]) == (2, 1)
+    assert comparison["pass1"]["low"] < 0 < comparison["pass1"]["high"]  # 2 up / 1 down of 4 is noise
+    table = report.render("md")
+    assert "Paired differences" in table and "| 2 / 1 |" in table
+    assert any("comparison" in row for row in json.loads(report.render("json")))
 
 
 def test_same_setup_twice_on_one_benchmark_gets_two_rows(runs, tmp_path):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from corecode.errors import ConfigError, MissingDependencyError
+from corecode.evaluation.intervals import format_interval, paired_pass1, pass_at_k_interval
 from corecode.evaluation.report import Report
 
 __all__ = ["plot_pass_at_k", "plot_per_problem_scatter", "scatter_pairs"]
@@ -27,7 +28,7 @@ def _pyplot() -> Any:
 
 
 def plot_pass_at_k(report: Report, path: str | Path) -> Path:
-    """One panel per benchmark: for each row (pipeline), a bar per k (in percent)."""
+    """One panel per benchmark: for each row (pipeline), a bar per k (in percent), with its 95 % interval."""
     plt = _pyplot()
     benchmarks = report.benchmarks
     fig, axes = plt.subplots(1, len(benchmarks), figsize=(max(6, 1.6 * len(report.rows)) * len(benchmarks), 4.5),
@@ -39,10 +40,15 @@ def plot_pass_at_k(report: Report, path: str | Path) -> Path:
         for j, k in enumerate(ks):
             values = [100 * report.rows[label][benchmark]["pass_at_k"].get(str(k), 0.0) for label in labels]
             positions = [i + (j - (len(ks) - 1) / 2) * width for i in range(len(labels))]
-            ax.bar(positions, values, width, label=f"pass@{k}")
+            errors: list[list[float]] = [[], []]
+            for label, value in zip(labels, values):
+                interval = pass_at_k_interval(report.rows[label][benchmark], k)
+                errors[0].append(0.0 if interval is None else max(0.0, value - 100 * interval.low))
+                errors[1].append(0.0 if interval is None else max(0.0, 100 * interval.high - value))
+            ax.bar(positions, values, width, label=f"pass@{k}", yerr=errors, capsize=3, error_kw={"linewidth": 0.8})
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels([label.split(" / ")[0] for label in labels], rotation=30, ha="right")
-        ax.set_ylabel("%")
+        ax.set_ylabel("% (error bars: 95% bootstrap interval over problems)", fontsize="small")
         ax.set_ylim(0, 100)
         ax.set_title(benchmark)
         ax.legend(fontsize="small")
@@ -75,7 +81,12 @@ def plot_per_problem_scatter(a: dict[str, Any], b: dict[str, Any], path: str | P
     worse = sum(y < x for x, y in zip(xs, ys))
     ax.set_xlabel(f"{a['label']} (per-problem pass rate, %)", fontsize="small")
     ax.set_ylabel(f"{b['label']} (per-problem pass rate, %)", fontsize="small")
-    ax.set_title(f"{a['run']['benchmark']}: {len(pairs)} problems, {better} better, {worse} worse", fontsize="small")
+    title = f"{a['run']['benchmark']}: {len(pairs)} problems, {better} better, {worse} worse"
+    diff = paired_pass1(a, b)
+    if diff is not None:
+        title += (f"\nPass@1 B-A {diff.estimate:+.1f} points, 95% paired interval "
+                  f"{format_interval(diff.low, diff.high, signed=True)}")
+    ax.set_title(title, fontsize="small")
     ax.set_xlim(-3, 103)
     ax.set_ylim(-3, 103)
     fig.tight_layout()

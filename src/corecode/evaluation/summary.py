@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from corecode.evaluation.config import EvalConfig
+from corecode.evaluation.intervals import cg_interval, format_interval, summary_intervals
 from corecode.metrics import (
     apr_macro,
     apr_micro,
@@ -68,6 +69,7 @@ def summarize(
     counts = {tid: (len(by_problem[tid]), sum(r["passed"] for r in by_problem[tid])) for tid in scored}
     test_counts = {tid: [(r["n_passed"], r["n_tests"]) for r in by_problem[tid]] for tid in scored}
     max_k = min(n for n, _ in counts.values())
+    rates = _per_problem_rates(test_counts)
     summary: dict[str, Any] = {
         "version": SUMMARY_VERSION,
         "run": {**config.to_dict(), "run_dir": str(config.run_dir)},
@@ -82,14 +84,18 @@ def summarize(
         "failures": failure_rates(r["status"] for r in results),
         "runtime_errors": runtime_error_rates((r["status"], r.get("exception")) for r in results),
         "efficiency": efficiency((r["passed"], r["cpu_time_s"], r["peak_memory_bytes"]) for r in results).to_dict(),
+        "intervals": summary_intervals(counts, rates),
         "complexity": _complexity(samples, results),
         "cost": _cost(samples),
         "per_problem": {
-            tid: {"n": n, "correct": c, "pass_rate": statistics.fmean(p / t if t else 0.0 for p, t in test_counts[tid])}
-            for tid, (n, c) in counts.items()
+            tid: {"n": n, "correct": c, "pass_rate": rates[tid]} for tid, (n, c) in counts.items()
         },
     }
     return summary
+
+
+def _per_problem_rates(test_counts: dict[str, list[tuple[int, int]]]) -> dict[str, float]:
+    return {tid: statistics.fmean(p / t if t else 0.0 for p, t in tc) for tid, tc in test_counts.items()}
 
 
 def _collaboration(
@@ -107,6 +113,7 @@ def _collaboration(
     alone = {tid: tuple(baseline["per_problem"][tid]) for tid in counts}
     cg = collaboration_gain_from_counts(counts, alone)  # type: ignore[arg-type]
     out.update(cg.to_dict())
+    out["cg_interval"] = cg_interval(counts, alone)  # type: ignore[arg-type]
     out["baseline_run"] = baseline["run_dir"]
     out["baseline_reused"] = baseline["reused"]
     return out
@@ -144,6 +151,17 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
+def _pct_interval(interval: dict[str, float] | None) -> str:
+    return "-" if not interval else format_interval(100 * interval["low"], 100 * interval["high"])
+
+
+def _cg_interval_cell(ci: dict[str, Any] | None) -> str:
+    """``[-22.0, +2.0] 3/8``: the paired interval, problems better with the agents / better alone."""
+    if not ci:
+        return "-"
+    return f"{format_interval(ci['low'], ci['high'], signed=True)} {ci['pipeline_better']}/{ci['alone_better']}"
+
+
 def format_table(rows: list[dict[str, str]], columns: list[str]) -> str:
     """A Markdown table (the column names double as the header)."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
@@ -160,9 +178,11 @@ def headline_row(summary: dict[str, Any]) -> dict[str, str]:
         "problems": str(summary["n_problems"]),
         "n": str(summary["run"]["n"]),
         "Pass@1": _pct(summary["pass_at_k"].get("1")),
+        "Pass@1 95% CI": _pct_interval((summary.get("intervals") or {}).get("pass_at_k", {}).get("1")),
         "Pass@5": _pct(summary["pass_at_k"].get("5")),
         "APR": _pct(summary["apr"]["macro"]),
         "CG (points)": "-" if cg["cg_points"] is None else f"{cg['cg_points']:+.1f}",
+        "CG 95% CI (up/down)": _cg_interval_cell(cg.get("cg_interval")),
         "tokens/problem": f"{summary['cost'].get('tokens_per_problem', 0):.0f}",
     }
     return row
@@ -170,15 +190,19 @@ def headline_row(summary: dict[str, Any]) -> dict[str, str]:
 
 # Pass@5 is dropped from printed tables when n < 5
 HEADLINE_COLUMNS = [
-    "benchmark", "pipeline", "problems", "n", "Pass@1", "Pass@5", "APR", "CG (points)", "tokens/problem"
+    "benchmark", "pipeline", "problems", "n", "Pass@1", "Pass@1 95% CI", "Pass@5", "APR", "CG (points)",
+    "CG 95% CI (up/down)", "tokens/problem",
 ]
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
     cols = [c for c in HEADLINE_COLUMNS if c != "Pass@5" or "5" in summary["pass_at_k"]]
     parts = [f"# {summary['label']}", "", format_table([headline_row(summary)], cols), ""]
-    parts.append("pass@k: " + ", ".join(f"k={k}: {_pct(v)}" for k, v in summary["pass_at_k"].items()))
-    parts.append(f"APR macro {_pct(summary['apr']['macro'])}, micro {_pct(summary['apr']['micro'])}")
+    intervals = summary.get("intervals") or {}
+    parts.append("pass@k (95% interval over problems): " + ", ".join(
+        f"k={k}: {_pct(v)} {_pct_interval(intervals.get('pass_at_k', {}).get(k))}" for k, v in summary["pass_at_k"].items()))
+    parts.append(f"APR macro {_pct(summary['apr']['macro'])} {_pct_interval(intervals.get('apr_macro'))}, "
+                 f"micro {_pct(summary['apr']['micro'])}")
     cg = summary["collaboration"]
     if cg["cg_points"] is not None:
         rel = "-" if cg["cg_relative"] is None else f"{100 * cg['cg_relative']:+.1f} %"
@@ -187,6 +211,12 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             f"{_pct(cg['pass1_alone'])} vs with {', '.join(cg['auxiliary_roles'])} {_pct(cg['pass1_with'])} "
             f"(baseline run {cg['baseline_run']})"
         )
+        if cg.get("cg_interval"):
+            ci = cg["cg_interval"]
+            parts.append(
+                f"CG 95% paired interval over {ci['n']} problems: {format_interval(ci['low'], ci['high'], signed=True)} "
+                f"points; {ci['pipeline_better']} problem(s) better with the agents, {ci['alone_better']} better alone"
+            )
     else:
         parts.append(f"Collaboration Gain: {cg.get('note', '-')}")
     failures = {k: v for k, v in summary["failures"].items() if v and k != "passed"}
