@@ -48,6 +48,9 @@ def test_overrides_reach_nested_options_and_parse_yaml_values(tmp_path):
         (["stage=planer"], "stage must be one of"),
         (["num_generations=1"], "num_generations"),
         (["rounds=2", "stage=coder"], "stage=both"),
+        # a served partner cannot follow round 1's new checkpoints: refused, not silently reused
+        (["rounds=2", "coder_backend=llamacpp:/models/coder.gguf"], "rounds=2 with coder_backend set"),
+        (["rounds=3", "planner_backend=openai:p@http://127.0.0.1:8002/v1"], "rounds=3 with planner_backend set"),
         (["learning_rat=1"], "unknown option"),
         (["rewards.tua=1"], "unknown rewards option"),
         (["rewards.aggregation=median"], "aggregation"),
@@ -57,6 +60,11 @@ def test_overrides_reach_nested_options_and_parse_yaml_values(tmp_path):
 def test_bad_options_are_rejected_with_a_useful_message(overrides, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, overrides)
+
+
+def test_one_round_with_served_partners_and_rounds_with_in_process_partners_are_accepted():
+    assert load_config(None, ["rounds=1", "coder_backend=llamacpp:/m.gguf", "planner_backend=x:y"]).rounds == 1
+    assert load_config(None, ["rounds=2"]).rounds == 2
 
 
 def test_unknown_preset_lists_the_valid_ones():

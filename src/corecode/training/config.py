@@ -34,7 +34,11 @@ class TrainConfig:
         metadata=_h("planner (stage 1 only) | coder (stage 2 only) | both | debugger / retrieval (MapCoder's "
                     "Debugging / Retrieval agent against the frozen coder_model; see docs/training.md)"),
     )
-    rounds: int = field(default=1, metadata=_h("alternating rounds of the two stages (beyond the paper)"))
+    rounds: int = field(
+        default=1,
+        metadata=_h("alternating rounds of the two stages (beyond the paper); in-process partners only: refused "
+                    "with coder_backend / planner_backend, which cannot follow the new checkpoints"),
+    )
     output_dir: str = field(default="runs/train", metadata=_h("checkpoints, logs, plots and the plan cache"))
     prepare_only: bool = field(
         default=False,
@@ -150,6 +154,16 @@ class TrainConfig:
             raise ConfigError(f"scale_rewards must be group, batch or none; got {self.scale_rewards!r}")
         if self.rounds > 1 and self.stage != "both":
             raise ConfigError(f"rounds={self.rounds} alternates the two stages: it needs stage=both")
+        served = [name for name in ("coder_backend", "planner_backend") if getattr(self, name)]
+        if self.rounds > 1 and served:
+            raise ConfigError(
+                f"rounds={self.rounds} with {' and '.join(served)} set: a served partner is a fixed model, so round 2 "
+                "would train against round 1's partner (and reuse its cached plans) instead of the checkpoints round "
+                "1 produced. Run one round per invocation and point the spec at the new checkpoint, e.g. "
+                "`corecode train ... stage=both output_dir=runs/r2 planner_model=runs/r1/round1/planner/final "
+                "coder_model=runs/r1/round1/coder/final coder_backend=<a server of runs/r1/round1/coder/final>`, "
+                "or unset the backends so that each round's partner runs in-process from its checkpoint"
+            )
         if self.prepare_only and self.stage not in ("coder", "debugger"):
             raise ConfigError(
                 f"prepare_only needs stage=coder or stage=debugger (they generate caches before training); "
