@@ -45,7 +45,7 @@ def test_summary_metrics_by_hand():
     assert s["failures"]["wrong_answer"] == 0.25 and s["failures"]["passed"] == 0.25
     assert s["runtime_errors"] == {"IndexError": 0.25}
     assert s["efficiency"]["n_passing"] == 1 and s["efficiency"]["cpu_time_s_mean"] == pytest.approx(0.1)
-    assert s["complexity"] == {"mean": pytest.approx(4 / 3), "mean_passing": 1.0, "n_unparsable": 1}
+    assert s["complexity"] == {"mean": pytest.approx(4 / 3), "mean_passing": 1.0, "n_unparsable": 1, "n_empty": 0}
     assert s["cost"]["calls_per_problem"] == 4.0 and s["cost"]["tokens_per_problem"] == pytest.approx(600.0)
     assert s["per_problem"]["p1"] == {"n": 2, "correct": 1, "pass_rate": pytest.approx(2 / 3)}
     # intervals: p1 pass@1 0.5, p2 0.0 -> resampled means 0, 0.25 or 0.5; the paired CG differences are the same
@@ -85,3 +85,16 @@ def test_summary_refuses_a_baseline_on_other_problems():
     baseline = {"run_dir": "x", "reused": True, "per_problem": {"p1": (2, 0), "p2": (1, 0)}}
     with pytest.raises(ValueError, match="same sample budget"):
         summarize(EvalConfig(n=2, temperature=0.8), PROBLEMS, SAMPLES, RESULTS, ["planner"], baseline)
+
+
+def test_complexity_counts_what_the_model_wrote():
+    """p1's starter defines a helper with one branch; the model's entry point has none. p2's program is empty
+    (no code found in the answer): it is not a program of complexity 1, it is counted apart."""
+    starter = "def helper(x):\n    return x if x else 0\n\n\ndef f(x):\n    \"\"\"Return helper(x).\"\"\"\n"
+    problems = [Problem(id="p1", source="toy", statement="s", tests=(AssertTest("assert True"),),
+                        starter_code=starter, entry_point="f"), PROBLEMS[1]]
+    program = "def helper(x):\n    return x if x else 0\n\ndef f(x):\n    return helper(x)\n"
+    samples = [_sample("p1", 0, program), _sample("p2", 0, "")]
+    results = [_result("p1", 0, 1, 1), _result("p2", 0, 0, 1, "runtime_error", "NameError")]
+    s = summarize(EvalConfig(n=1), problems, samples, results)
+    assert s["complexity"] == {"mean": 1.0, "mean_passing": 1.0, "n_unparsable": 0, "n_empty": 1}

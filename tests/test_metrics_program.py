@@ -12,7 +12,10 @@ CASES = [
     ("try with two handlers", "try:\n    f()\nexcept A:\n    pass\nexcept B:\n    pass\nfinally:\n    g()\n", 3),
     ("comprehension with filter", "z = [i for i in r if i if i > 2]\n", 4),
     ("ternary and assert", "v = 1 if a else 2\nassert v\n", 3),
-    ("match", "match x:\n    case 1:\n        pass\n    case _:\n        pass\n", 3),
+    # case 1 and case [y] are decisions; the catch-all case _ is the match's else
+    ("match", "match x:\n    case 1:\n        pass\n    case [y]:\n        pass\n    case _:\n        pass\n", 3),
+    ("match, capture catch-all", "match x:\n    case 1:\n        pass\n    case other:\n        pass\n", 2),
+    ("match, guarded capture", "match x:\n    case 1:\n        pass\n    case y if y > 2:\n        pass\n", 3),
     ("nested function counts", "def f(x):\n    def g(y):\n        return y if y else 0\n    return g(x)\n", 2),
     ("with and lambda do not count", "with open(p) as fh:\n    k = lambda q: q\n", 1),
 ]
@@ -26,6 +29,27 @@ def test_cyclomatic_complexity_hand_counted(source, expected):
 def test_unparsable_program_has_no_complexity():
     assert cyclomatic_complexity("def f(:\n") is None
     assert cyclomatic_complexity("x = 1\x00") is None
+
+
+@pytest.mark.parametrize("source", ["", "\n\n", "# only a comment\n"])
+def test_empty_program_has_no_complexity(source):
+    assert cyclomatic_complexity(source) is None  # no program is not a program of complexity 1
+
+
+def test_the_starter_codes_helpers_do_not_count():
+    """HumanEval/38: the starter defines encode_cyclic (two comprehensions, a conditional expression: 3 points)
+    and the model writes only decode_cyclic (no branch); complete_program puts the helper in front."""
+    from corecode.benchmarks import get_problem
+    from corecode.parsing import complete_program
+
+    problem = get_problem("humaneval", "HumanEval/38")
+    code = "def decode_cyclic(s: str):\n    return encode_cyclic(encode_cyclic(s))\n"
+    program = complete_program(code, starter_code=problem.starter_code, entry_point=problem.entry_point)
+    assert cyclomatic_complexity(program) == 4  # the whole file
+    assert cyclomatic_complexity(program, problem.starter_code, problem.entry_point) == 1
+    # the entry point's body is the model's even when it is written under the starter's signature
+    body = problem.starter_code + "    return s if s else ''\n"
+    assert cyclomatic_complexity(body, problem.starter_code, problem.entry_point) == 2
 
 
 def test_failure_rates_sum_to_one_and_name_every_status():

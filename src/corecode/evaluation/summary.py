@@ -23,6 +23,7 @@ from corecode.metrics import (
     efficiency,
     failure_rates,
     inference_cost,
+    is_empty_program,
     pass_at_k,
     runtime_error_rates,
 )
@@ -85,7 +86,7 @@ def summarize(
         "runtime_errors": runtime_error_rates((r["status"], r.get("exception")) for r in results),
         "efficiency": efficiency((r["passed"], r["cpu_time_s"], r["peak_memory_bytes"]) for r in results).to_dict(),
         "intervals": summary_intervals(counts, rates),
-        "complexity": _complexity(samples, results),
+        "complexity": _complexity(samples, results, problems),
         "cost": _cost(samples),
         "per_problem": {
             tid: {"n": n, "correct": c, "pass_rate": rates[tid]} for tid, (n, c) in counts.items()
@@ -119,13 +120,22 @@ def _collaboration(
     return out
 
 
-def _complexity(samples: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
+def _complexity(
+    samples: list[dict[str, Any]], results: list[dict[str, Any]], problems: Sequence[Problem]
+) -> dict[str, Any]:
+    """Cyclomatic complexity of what the model wrote: the starter code's own statements left out, empty
+    programs (no code found) counted apart instead of as complexity 1."""
     passed = {(r["task_id"], r["sample_index"]) for r in results if r["passed"]}
-    values, passing_values, unparsable = [], [], 0
+    starters = {p.id: (p.starter_code, p.entry_point) for p in problems}
+    values, passing_values, unparsable, empty = [], [], 0, 0
     for s in samples:
-        cc = cyclomatic_complexity(s["program"] or "")
+        program = s["program"] or ""
+        cc = cyclomatic_complexity(program, *starters.get(s["task_id"], (None, None)))
         if cc is None:
-            unparsable += 1
+            if is_empty_program(program):
+                empty += 1
+            else:
+                unparsable += 1
             continue
         values.append(cc)
         if (s["task_id"], s["sample_index"]) in passed:
@@ -134,6 +144,7 @@ def _complexity(samples: list[dict[str, Any]], results: list[dict[str, Any]]) ->
         "mean": statistics.fmean(values) if values else None,
         "mean_passing": statistics.fmean(passing_values) if passing_values else None,
         "n_unparsable": unparsable,
+        "n_empty": empty,
     }
 
 
@@ -231,7 +242,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         )
     cx = summary["complexity"]
     if cx["mean"] is not None:
-        parts.append(f"cyclomatic complexity: mean {cx['mean']:.2f} ({cx['n_unparsable']} programs do not parse)")
+        parts.append(f"cyclomatic complexity: mean {cx['mean']:.2f} ({cx['n_unparsable']} programs do not parse, "
+                     f"{cx.get('n_empty', 0)} are empty)")
     cost = summary["cost"]
     if cost:
         parts.append(

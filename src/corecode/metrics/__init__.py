@@ -21,7 +21,7 @@ from corecode.metrics.collaboration import (
     collaboration_gain_from_counts,
     mean_pass_at_k,
 )
-from corecode.metrics.complexity import cyclomatic_complexity
+from corecode.metrics.complexity import cyclomatic_complexity, is_empty_program
 from corecode.metrics.cost import Cost, inference_cost
 from corecode.metrics.efficiency import Efficiency, efficiency
 from corecode.metrics.failures import failure_rates, runtime_error_rates
@@ -44,6 +44,7 @@ __all__ = [
     "collaboration_gain",
     "collaboration_gain_from_counts",
     "cyclomatic_complexity",
+    "is_empty_program",
     "Cost",
     "inference_cost",
     "Efficiency",
