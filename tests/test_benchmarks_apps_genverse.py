@@ -93,8 +93,14 @@ def test_genverse_json_list():
     assert first.id == "genverse-codecontests/cc-0" and second.id == "genverse-codecontests/2"
     assert first.tests == (StdioTest("3\n", "9\n"), StdioTest("0\n", "0\n"), StdioTest("-2\n", "4\n"))
     assert first.public_tests == (StdioTest("3\n", "9\n"),) and first.time_limit_s == 1.0
-    # no examples: the first hidden test is shown, and metadata says so
-    assert second.public_tests == second.tests[:1] and second.metadata["public_tests_from_hidden"]
+    # no examples: no public test; a hidden (scoring) test must never reach a prompt
+    assert second.public_tests == () and second.tests
+    from corecode.agents import TaskView, render_prompt
+    from corecode.agents.view import format_test
+
+    prompt = render_prompt("coder", TaskView.from_problem(second))[1]["content"]
+    assert "Examples:" not in prompt and not any(format_test(t) in prompt for t in second.tests)
+    assert "Examples:" in render_prompt("coder", TaskView.from_problem(first))[1]["content"]
     train = load_benchmark("genverse-codecontests-train", path=FIXTURES / "genverse.json")
     assert train[0].split == "train"
 

@@ -3,7 +3,8 @@ trains and evaluates on: CodeContests_train, CodeContests, CodeForces, LiveBench
 
 Their README's schema: ``question`` (the task), ``test_time_limit`` (seconds, usually 1),
 ``example_input`` / ``example_output`` (public tests, shown to the model), ``test_input`` /
-``test_output`` (the tests that score). Functional problems (MBPP, part of LiveCodeBench) were already
+``test_output`` (the tests that score). A row without examples has no public test: its scoring tests are
+never shown (feedback pipelines then have nothing to run, and the debugger stage skips the problem). Functional problems (MBPP, part of LiveCodeBench) were already
 converted to stdin/stdout by the authors, so every test here is a :class:`StdioTest`.
 The id is the row's ``task_id`` / ``id`` / ``question_id`` when there is one, else its row number.
 """
@@ -40,8 +41,7 @@ def parse_row(row: Mapping[str, Any], ctx: RowContext) -> Problem:
         source=ctx.benchmark,
         statement=question,
         tests=tuple(tests),
-        public_tests=tuple(public) or tuple(tests[:1]),
+        public_tests=tuple(public),  # none without examples: a scoring test never reaches a prompt
         time_limit_s=parse_seconds(row.get("test_time_limit"), ctx, "test_time_limit"),
         split=ctx.split,
-        metadata={"public_tests_from_hidden": not public},
     )
