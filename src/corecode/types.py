@@ -35,6 +35,7 @@ __all__ = [
     "Problem",
     "Status",
     "TestResult",
+    "Measurement",
     "ExecutionResult",
 ]
 
@@ -212,12 +213,46 @@ class TestResult:
 
 
 @dataclass(frozen=True)
+class Measurement:
+    """CPU time and peak memory of one *whole execution* of a passing program (``corecode.sandbox.measure``).
+
+    A whole execution is everything the program does for its tests: its module-level code and every test
+    (function problems), or one run per stdin/stdout test (stdio problems). The CPU time is the best
+    per-execution time over rounds of repeated executions; the peak memory is the peak of Python's traced
+    allocations during one execution. ``ok`` is False when the measurement failed or the program's results
+    changed between repetitions: then the numbers are the limits the program is charged (no efficiency
+    credit), and ``detail`` says why.
+    """
+
+    __test__ = False
+
+    cpu_time_s: float
+    peak_memory_bytes: int
+    repetitions: int = 1  # executions per round
+    rounds: int = 1
+    ok: bool = True
+    detail: str = ""
+    cached: bool = False  # copied from an identical program (same normalized source) of the same batch
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cpu_time_s": self.cpu_time_s, "peak_memory_bytes": self.peak_memory_bytes,
+                "repetitions": self.repetitions, "rounds": self.rounds, "ok": self.ok, "detail": self.detail,
+                "cached": self.cached}
+
+
+@dataclass(frozen=True)
 class ExecutionResult:
-    """The outcome of one program against a list of tests."""
+    """The outcome of one program against a list of tests.
+
+    ``cpu_time_s`` and ``peak_memory_bytes`` are the whole-program :class:`Measurement` when the program was
+    measured (it passed and was run through ``corecode.sandbox.measure``), else the sum of the per-test CPU
+    times and the largest per-test peak (which leave out module-level work; not comparable across programs).
+    """
 
     tests: tuple[TestResult, ...]
     n_tests: int  # how many tests were asked for (a program that dies early has fewer results)
     wall_time_s: float = 0.0
+    measurement: Measurement | None = None
 
     @property
     def n_passed(self) -> int:
@@ -240,10 +275,14 @@ class ExecutionResult:
 
     @property
     def cpu_time_s(self) -> float:
+        if self.measurement is not None:
+            return self.measurement.cpu_time_s
         return sum(t.cpu_time_s for t in self.tests)
 
     @property
     def peak_memory_bytes(self) -> int:
+        if self.measurement is not None:
+            return self.measurement.peak_memory_bytes
         return max((t.peak_memory_bytes for t in self.tests), default=0)
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,6 +295,7 @@ class ExecutionResult:
             "cpu_time_s": self.cpu_time_s,
             "wall_time_s": self.wall_time_s,
             "peak_memory_bytes": self.peak_memory_bytes,
+            "measurement": None if self.measurement is None else self.measurement.to_dict(),
             "tests": [
                 {
                     "index": t.index,

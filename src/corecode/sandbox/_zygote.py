@@ -31,6 +31,7 @@ sys.path.insert(0, HERE)
 import _isolation as iso  # noqa: E402
 import _run  # noqa: E402
 import _verdict  # noqa: E402
+import _measure  # noqa: E402  (the measurement pass of passing programs)
 
 sys.path.remove(HERE)
 
@@ -203,7 +204,10 @@ def main() -> None:
             return
         public = pickle.loads(body)
         try:
-            reply = worker.serve_one(public)
+            if public.get("kind") == "measure":
+                reply = _measure.serve(worker, public, recv)
+            else:
+                reply = worker.serve_one(public)
         except Exception:  # noqa: BLE001 - our own failure: report it, the harness raises SandboxError
             reply = {"error": traceback.format_exc()[-2000:]}
         send(ctl_out, json.dumps(reply).encode())

@@ -1,0 +1,222 @@
+"""Whole-program CPU time and peak memory of passing programs, above the clock's resolution.
+
+The test run (``Sandbox.run``) judges a program; its per-test CPU times leave out module-level code, and
+most MBPP/HumanEval tests take a few microseconds, far below what one reading can resolve. The efficiency
+terms of the rewards (../shared/METHOD.md sections 3 and 3a) need more, so programs that pass get a
+second, *measurement* job (``_measure.py``, in the same isolation as a test job) that times the whole
+program by repetition:
+
+    one execution  = module-level code + setup + every test (function problems),
+                     or the program once per stdin/stdout test (stdio problems)
+    cpu_time_s     = min over ``rounds`` rounds of (CPU of N executions) / N,
+                     N sized so that a round takes >= ``target_round_s`` of CPU (fresh argument copies
+                     for every execution; one cold execution first, not counted)
+    peak_memory    = peak of Python's traced allocations (tracemalloc) during one execution
+
+    >>> with Sandbox(SandboxConfig(workers=2)) as sb:                     # doctest: +SKIP
+    ...     results = run_measured(sb, [(program, problem), ...])        # ExecutionResult.measurement set
+    ...     m = measure(sb, program, problem)                            # one Measurement
+
+Identical programs (same :func:`normalized_source`) of one call are measured once and share the numbers,
+so they get exactly the same rewards. A measurement that fails (the program crashes or runs out of time
+when repeated, or its results change between repetitions) is not silently dropped: the program is charged
+its limits (CPU = the sum of its tests' time limits, memory = the memory limit) with ``ok = False``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, Union
+
+from corecode.errors import ConfigError, SandboxError
+from corecode.sandbox.jobs import build_job
+from corecode.types import ExecutionResult, Measurement, Problem, TestCase
+
+__all__ = ["MeasureConfig", "measure", "measure_batch", "run_measured", "attach_measurements", "normalized_source",
+           "Measurement"]
+
+TestsArg = Union[str, Sequence[TestCase]]
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """How hard the measurement pass works (defaults: see docs/sandbox.md, "Measuring efficiency")."""
+
+    target_round_s: float = field(
+        default=0.01, metadata={"help": "CPU seconds one round of repeated executions lasts at least"})
+    rounds: int = field(default=5, metadata={"help": "rounds; the best (smallest) per-execution time is kept"})
+    budget_s: float = field(
+        default=0.5, metadata={"help": "no new round once the timed rounds used this much CPU (>= 2 rounds)"})
+    max_repetitions: int = field(default=100_000, metadata={"help": "executions per round at most"})
+    memory: bool = field(default=True, metadata={"help": "also measure the traced-allocation peak"})
+
+    def __post_init__(self) -> None:
+        if self.target_round_s <= 0 or self.budget_s <= 0:
+            raise ConfigError("MeasureConfig: target_round_s and budget_s must be > 0")
+        if self.rounds < 2 or self.max_repetitions < 1:
+            raise ConfigError("MeasureConfig: rounds must be >= 2 and max_repetitions >= 1")
+
+
+def normalized_source(program: str) -> str:
+    """The program with comments, blank lines and formatting removed (``ast.dump``); the source if it
+    does not parse. Two programs with the same normalized source are the same program."""
+    try:
+        return ast.dump(ast.parse(program))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return program
+
+
+def _cases(problem: Problem, tests: TestsArg) -> list[TestCase]:
+    if tests == "all":
+        return list(problem.tests)
+    if tests == "public":
+        return list(problem.public_tests)
+    if isinstance(tests, str):
+        raise ConfigError(f"tests must be 'all', 'public' or a sequence of test cases, got {tests!r}")
+    return list(tests)
+
+
+def _limits(sandbox: Any, problem: Problem, tests: TestsArg, cases: list[TestCase]) -> list[float]:
+    return list(sandbox._time_limits(problem, tests, cases))  # the same limits as the test run
+
+
+def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: list[float], sandbox: Any,
+                 config: MeasureConfig) -> tuple[dict, float] | str:
+    """The public part of a measurement job and its host-side timeout, or why it cannot be measured."""
+    if problem.input_file or problem.output_file:
+        return "file-I/O problems are not measured"
+    job = build_job(program, cases, setup_code=problem.test_setup_code, time_limits=limits,
+                    checker=problem.checker, config=sandbox.config, memory_limit_mb=problem.memory_limit_mb)
+    public = job.public
+    kinds = {g["kind"] for g in public["groups"]}
+    if len(kinds) != 1:
+        return "a problem mixing function and stdin/stdout tests is not measured"
+    if "function" in kinds:
+        items, inputs = public["groups"][0]["items"], None
+    else:
+        items, inputs = [], [g["input"].encode("utf-8", "surrogateescape") for g in public["groups"]]
+    # CPU the child may use: cold run + rounds + the traced run, each at most the tests' limits.
+    cap = 2.0 + config.budget_s * 2 + 4.0 * (public["limits"]["load_cpu"] + sum(limits))
+    measure_public = {
+        "kind": "measure", "program": program, "setup": public["setup"], "items": items, "inputs": inputs,
+        "check_names": public["check_names"], "limits": public["limits"], "cpu_cap_s": cap,
+        "params": {"target_round_s": config.target_round_s, "rounds": config.rounds, "budget_s": config.budget_s,
+                   "max_repetitions": config.max_repetitions, "memory": config.memory},
+    }
+    cfg = sandbox.config
+    timeout = cap * cfg.wall_time_factor + cfg.wall_time_extra_s + 5.0 + cfg.job_timeout_margin_s
+    return measure_public, timeout
+
+
+def _send(sandbox: Any, public: dict, timeout_s: float) -> dict:
+    """Run one raw job on an idle worker of ``sandbox`` (its pool of pre-started, isolated workers)."""
+    from corecode.sandbox.worker import WorkerDied
+
+    sandbox.start()
+    worker = sandbox._idle.get()
+    try:
+        try:
+            return worker.execute(public, {}, timeout_s)
+        except WorkerDied:
+            try:
+                return worker.execute(public, {}, timeout_s)
+            except WorkerDied as exc:
+                raise SandboxError(f"sandbox worker failed twice on the same measurement: {exc}") from None
+    finally:
+        sandbox._idle.put(worker)
+
+
+def _charged(limits: list[float], problem: Problem, sandbox: Any, why: str) -> Measurement:
+    memory_mb = problem.memory_limit_mb or sandbox.config.memory_limit_mb
+    return Measurement(cpu_time_s=float(sum(limits)), peak_memory_bytes=int(memory_mb) << 20, ok=False, detail=why)
+
+
+def measure(sandbox: Any, program: str, problem: Problem, tests: TestsArg = "all",
+            config: MeasureConfig = MeasureConfig()) -> Measurement | None:
+    """Measure one program (it should pass ``tests``); None when the problem kind is not measurable."""
+    cases = _cases(problem, tests)
+    limits = _limits(sandbox, problem, tests, cases)
+    made = _measure_job(program, problem, cases, limits, sandbox, config)
+    if isinstance(made, str):
+        return None
+    public, timeout = made
+    reply = _send(sandbox, public, timeout)
+    if "measure_error" in reply:
+        return _charged(limits, problem, sandbox, str(reply["measure_error"]))
+    m = reply["measure"]
+    if not m["consistent"]:
+        return _charged(limits, problem, sandbox, "results changed between repetitions")
+    peak = int(m["peak_alloc_bytes"])
+    if not math.isfinite(float(m["cpu_time_s"])):
+        return _charged(limits, problem, sandbox, "no timed round")
+    return Measurement(cpu_time_s=float(m["cpu_time_s"]), peak_memory_bytes=max(0, peak),
+                       repetitions=int(m["repetitions"]), rounds=int(m["rounds"]))
+
+
+def measure_batch(sandbox: Any, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all",
+                  config: MeasureConfig = MeasureConfig(),
+                  cache: dict | None = None) -> list[Measurement | None]:
+    """Measure many programs on all workers; identical programs of one problem are measured once.
+
+    ``cache`` (optional, a dict the caller keeps, e.g. for one training step) maps (problem, normalized
+    source) to a finished measurement; a program found there is not measured again.
+    """
+    cache = {} if cache is None else cache
+    tests_key = tests if isinstance(tests, str) else repr(tests)
+    keys = [(problem.source, problem.id, tests_key, normalized_source(program)) for program, problem in jobs]
+    todo: dict[tuple, tuple[str, Problem]] = {}
+    for key, job in zip(keys, jobs):
+        if key not in cache and key not in todo:
+            todo[key] = job
+    lock = threading.Lock()
+
+    def one(key: tuple) -> None:
+        program, problem = todo[key]
+        result = measure(sandbox, program, problem, tests, config)
+        with lock:
+            cache[key] = result
+
+    if todo:
+        sandbox.start()
+        with ThreadPoolExecutor(max_workers=max(1, sandbox.config.n_workers)) as pool:
+            for future in [pool.submit(one, key) for key in todo]:
+                future.result()
+    out: list[Measurement | None] = []
+    first_use: set[tuple] = set()
+    for key in keys:
+        found = cache[key]
+        if found is not None and (key in first_use or key not in todo):
+            found = replace(found, cached=True)
+        first_use.add(key)
+        out.append(found)
+    return out
+
+
+def run_measured(sandbox: Any, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all",
+                 config: MeasureConfig = MeasureConfig(), cache: dict | None = None,
+                 on_result: Callable[[int, ExecutionResult], None] | None = None) -> list[ExecutionResult]:
+    """``sandbox.run_batch`` and then the measurement pass for the programs that passed every test.
+
+    Results come back in input order with ``measurement`` set on passing programs, so their
+    ``cpu_time_s`` / ``peak_memory_bytes`` are the whole-program numbers.
+    """
+    results = sandbox.run_batch(list(jobs), tests=tests, on_result=on_result)
+    return attach_measurements(sandbox, jobs, results, tests, config, cache)
+
+
+def attach_measurements(sandbox: Any, jobs: Sequence[tuple[str, Problem]], results: Sequence[ExecutionResult | None],
+                        tests: TestsArg = "all", config: MeasureConfig = MeasureConfig(),
+                        cache: dict | None = None) -> list[Any]:
+    """Measure the jobs whose result passed; return the results with their measurement attached."""
+    passing = [i for i, r in enumerate(results) if r is not None and r.passed]
+    measured = measure_batch(sandbox, [jobs[i] for i in passing], tests, config, cache)
+    out = list(results)
+    for i, m in zip(passing, measured):
+        if m is not None:
+            out[i] = replace(results[i], measurement=m)
+    return out
