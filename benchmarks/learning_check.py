@@ -14,7 +14,14 @@ prompt. This is stage 2 of `corecode train` (Coder GRPO, R_code, group-aware rew
 ``return -1``; the policy, as MapCoder's Debugging agent, sees the problem, that program and the public
 test's feedback (``expected K, got -1``) and writes the one-character repair (``toy:digit_debug_problems``).
 
-Prints, per seed, the mean training reward over the first and the last 5 steps.
+``--stage planner`` runs stage 1: the policy is the Planner, its one-character plan goes to a frozen Coder
+that reads it (``toy:plan_reading_coder``: a digit makes it return the number, a letter a string, anything
+else leaves it to its own rule, right only for even K); training problems K = 10..29, validation K = 30..49
+(``toy:number_problems``, disjoint). Ceiling 1.0; validation CG from -50 (letters) to +50 points (digits).
+
+Prints, per seed, the mean training reward over the first and the last 5 steps; for the planner stage also
+validation CG (greedy plans, 20 held-out problems) at the start and the end with 95 % paired intervals, and
+the paired change of CG between them.
 """
 
 from __future__ import annotations
@@ -59,37 +66,80 @@ DEBUGGER = {
 }
 
 
-def run_seed(seed: int, steps: int, root: Path, stage: str = "coder") -> tuple[float, float, float]:
+PLANNER = {
+    **BASE,
+    "stage": "planner",
+    "planner_model": "tiny:llama-char",
+    "coder_backend": "corecode.training.toy:plan_reading_coder",
+    "benchmark": "corecode.training.toy:number_problems",
+    "validation_split": "validation",
+    "validation_limit": 20,
+    "coder_samples": 1,  # the scripted Coder is deterministic: a second program would be a copy
+    "rewards": {"format_penalty": 0.0, "lambda_time": 0.0},  # reward = the tests' pass rate, ceiling 1.0
+}
+
+STAGES = {"coder": (BASE, "round1/coder"), "debugger": (DEBUGGER, "debugger"), "planner": (PLANNER, "round1/planner")}
+
+
+def run_seed(seed: int, steps: int, root: Path, stage: str = "coder") -> dict:
     out = root / f"seed{seed}"
-    base = DEBUGGER if stage == "debugger" else BASE
-    config = load_config(None, [f"seed={seed}", f"max_steps={steps}", f"output_dir={out}"], base=base)
+    base, stage_dir = STAGES[stage]
+    overrides = [f"seed={seed}", f"max_steps={steps}", f"output_dir={out}"]
+    if stage == "planner":
+        overrides.append(f"eval_steps={max(1, steps // 2)}")  # validation at the start, the middle and the end
+    config = load_config(None, overrides, base=base)
     start = time.perf_counter()
     run_training(config)
     elapsed = time.perf_counter() - start
-    metrics = [json.loads(line) for line in (out / ("debugger" if stage == "debugger" else "round1/coder") / "metrics.jsonl").read_text().splitlines()]
+    metrics = [json.loads(line) for line in (out / stage_dir / "metrics.jsonl").read_text().splitlines()]
     rewards = [m["reward"] for m in metrics if "reward" in m]
     window = min(5, len(rewards) // 2)
-    return sum(rewards[:window]) / window, sum(rewards[-window:]) / window, elapsed
+    row = {"seed": seed, "first": sum(rewards[:window]) / window, "last": sum(rewards[-window:]) / window,
+           "seconds": elapsed, "zero_std": [m.get("frac_reward_zero_std") for m in metrics if "reward" in m]}
+    validation = out / stage_dir / "validation.jsonl"
+    if validation.is_file():
+        row["validation"] = [json.loads(line) for line in validation.read_text().splitlines()]
+    return row
+
+
+def _cg(v: dict) -> str:
+    return f"{v['cg_points']:+6.1f} [{v['cg_ci'][0]:+.1f}, {v['cg_ci'][1]:+.1f}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--stage", choices=["coder", "debugger"], default="coder")
+    parser.add_argument("--stage", choices=sorted(STAGES), default="coder")
+    parser.add_argument("--keep", metavar="DIR", help="write the runs here instead of a temporary directory")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        root = Path(args.keep) if args.keep else Path(tmp)
         for seed in args.seeds:
-            rows.append((seed, *run_seed(seed, args.steps, Path(tmp), args.stage)))
-    print(f"\nlearning check ({args.stage} stage): toy digits, tiny llama-char policy, {args.steps} GRPO steps, "
+            rows.append(run_seed(seed, args.steps, root, args.stage))
+    task = "toy numbers, plan-reading frozen Coder" if args.stage == "planner" else "toy digits"
+    print(f"\nlearning check ({args.stage} stage): {task}, tiny llama-char policy, {args.steps} GRPO steps, "
           "ceiling 1.0")
     print(f"{'seed':>4} {'reward first 5 steps':>21} {'reward last 5 steps':>20} {'seconds':>8}")
-    for seed, first, last, elapsed in rows:
-        print(f"{seed:>4} {first:>21.3f} {last:>20.3f} {elapsed:>8.0f}")
-    mean_first = sum(r[1] for r in rows) / len(rows)
-    mean_last = sum(r[2] for r in rows) / len(rows)
+    for r in rows:
+        print(f"{r['seed']:>4} {r['first']:>21.3f} {r['last']:>20.3f} {r['seconds']:>8.0f}")
+    mean_first = sum(r["first"] for r in rows) / len(rows)
+    mean_last = sum(r["last"] for r in rows) / len(rows)
     print(f"mean {mean_first:>21.3f} {mean_last:>20.3f}")
+    if args.stage == "planner":
+        print("\nvalidation (greedy plans, held-out problems; CG in points [95% paired interval over problems]):")
+        print(f"{'seed':>4} {'problems':>8} {'alone':>6} {'CG at step 0':>22} {'CG at the end':>22} "
+              f"{'change of CG [95% CI], up/down':>34} {'zero-std share first/last':>26}")
+        for r in rows:
+            start, end = r["validation"][0], r["validation"][-1]
+            change = end.get("vs_start", {}).get("cg")
+            moved = "-" if not change else (f"{change['diff']:+.1f} [{change['ci'][0]:+.1f}, {change['ci'][1]:+.1f}], "
+                                            f"{change['up']}/{change['down']}")
+            zs = [z for z in r["zero_std"] if z is not None]
+            zero = "-" if not zs else f"{zs[0]:.2f} / {zs[-1]:.2f}"
+            print(f"{r['seed']:>4} {start['n_problems']:>8} {start['pass1_alone']:>6.2f} {_cg(start):>22} "
+                  f"{_cg(end):>22} {moved:>34} {zero:>26}")
 
 
 if __name__ == "__main__":

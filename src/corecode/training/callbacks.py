@@ -2,7 +2,9 @@
 
 ``validation.jsonl`` and ``metrics.jsonl`` (TRL's logged scalars, one line per log) sit next to the
 checkpoints, and ``curves.png`` (reward, pass rate and CG over steps) is redrawn at each validation and at
-the end of the stage.
+the end of the stage. Each validation row carries 95 % intervals over its problems (pass@1 by bootstrap, CG
+by a paired bootstrap against the Coder alone, with the problems that flip each way), the per-problem
+outcomes, and ``vs_start``: the paired change since the stage's first validation.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,13 @@ from transformers import TrainerCallback
 
 from corecode.agents import TaskView, render_prompt
 from corecode.backends import Backend, SamplingConfig
+from corecode.metrics.bootstrap import bootstrap_mean, paired_bootstrap
 from corecode.metrics.collaboration import collaboration_gain
 from corecode.rewards import plan_format_misses
 from corecode.rewards.trl_rewards import Executor
 from corecode.types import Problem
 
-__all__ = ["CollaborationProbe", "ValidationCallback", "MetricsCallback", "plot_curves"]
+__all__ = ["CollaborationProbe", "ValidationCallback", "MetricsCallback", "plot_curves", "compare_validations"]
 
 
 @dataclass
@@ -42,25 +45,74 @@ class CollaborationProbe:
     build_program: Callable[[Problem, str], str]
     coder_sampling: SamplingConfig
     check_plan_format: bool = True  # plan_format_ok (the Algorithmic Thought's parts); off for other plan kinds
+    # the Coder is frozen and greedy (stage 1): its programs alone are measured once and reused
+    fixed_alone: bool = False
+    _alone: tuple[list[bool], int] | None = field(default=None, init=False, repr=False)
 
     def measure(self, model: Any) -> dict[str, Any]:
         views = [TaskView.from_problem(p) for p in self.problems]
         plans = self.plans(model) if self.plans is not None else None
         coder = self.coder(model)
-        conversations = [render_prompt("coder", v) for v in views]
+        reuse = self.fixed_alone and self._alone is not None
+        conversations = [] if reuse else [render_prompt("coder", v) for v in views]
         if plans is not None:
             conversations += [render_prompt("coder_with_plan", v, plan=plan) for v, plan in zip(views, plans)]
         answers = [group[0].text for group in coder.generate(conversations, self.coder_sampling)]
-        problems = list(self.problems) * (2 if plans is not None else 1)
+        problems = list(self.problems) * (len(conversations) // len(self.problems))
         results = self.execute([(self.build_program(p, a), p) for a, p in zip(answers, problems)])
         n = len(self.problems)
         passed = [bool(r is not None and r.passed) for r in results]
-        row: dict[str, Any] = {"pass1_alone": sum(passed[:n]) / n, "sandbox_errors": sum(r is None for r in results)}
+        errors = sum(r is None for r in results)
+        if reuse:
+            alone, alone_errors = self._alone  # type: ignore[misc]
+            passed, errors = alone + passed, errors + alone_errors
+        elif self.fixed_alone:
+            self._alone = (passed[:n], sum(r is None for r in results[:n]))
+        row: dict[str, Any] = {"pass1_alone": sum(passed[:n]) / n, "sandbox_errors": errors}
+        row.update(_intervals([p.id for p in self.problems], passed[:n], passed[n:] if plans is not None else None))
         if plans is not None:
             row.update(collaboration_gain(sum(passed[n:]) / n, row["pass1_alone"]).to_dict())
+            row["plan_chars_mean"] = sum(len(p) for p in plans) / n
             if self.check_plan_format:
                 row["plan_format_ok"] = sum(not plan_format_misses(p) for p in plans) / n
         return row
+
+
+def _intervals(ids: list[str], alone: list[bool], with_plans: list[bool] | None) -> dict[str, Any]:
+    """95 % intervals over the validation problems (corecode.metrics.bootstrap, seed 0), and per-problem
+    outcomes so that two validations of one stage can be compared problem by problem."""
+    alone_map = {tid: float(ok) for tid, ok in zip(ids, alone)}
+    iv = bootstrap_mean(alone_map)
+    out: dict[str, Any] = {"n_problems": len(ids), "pass1_alone_ci": [iv.low, iv.high]}
+    per_problem = {tid: [int(ok)] for tid, ok in zip(ids, alone)}
+    if with_plans is not None:
+        with_map = {tid: float(ok) for tid, ok in zip(ids, with_plans)}
+        iv = bootstrap_mean(with_map)
+        cg = paired_bootstrap(alone_map, with_map).scaled(100.0)
+        out.update({"pass1_with_ci": [iv.low, iv.high], "cg_ci": [cg.low, cg.high],
+                    "cg_flips": {"with_better": cg.b_better, "alone_better": cg.a_better}})
+        for tid, ok in zip(ids, with_plans):
+            per_problem[tid].append(int(ok))
+    out["per_problem"] = per_problem  # problem id -> [passed alone, passed with the plan]
+    return out
+
+
+def compare_validations(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """Paired differences (points) between two validation rows of one stage on the same problems:
+    pass@1 alone, pass@1 with the plans, and CG (its per-problem term: with - alone), each with its 95 %
+    interval and the problems that moved up / down. Empty when the rows lack per-problem outcomes."""
+    a, b = start.get("per_problem"), now.get("per_problem")
+    if not a or not b or set(a) != set(b):
+        return {}
+    out: dict[str, Any] = {}
+    columns = {"pass1_alone": lambda v: v[0]}
+    if all(len(v) == 2 for v in a.values()) and all(len(v) == 2 for v in b.values()):
+        columns.update({"pass1_with": lambda v: v[1], "cg": lambda v: v[1] - v[0]})
+    for name, value in columns.items():
+        d = paired_bootstrap({t: float(value(v)) for t, v in a.items()}, {t: float(value(v)) for t, v in b.items()})
+        d = d.scaled(100.0)
+        out[name] = {"diff": d.estimate, "ci": [d.low, d.high], "up": d.b_better, "down": d.a_better}
+    return out
 
 
 class ValidationCallback(TrainerCallback):
@@ -69,18 +121,25 @@ class ValidationCallback(TrainerCallback):
     def __init__(self, probe: CollaborationProbe, every: int, stage_dir: Path, stage: str):
         self.probe, self.every, self.stage_dir, self.stage = probe, every, Path(stage_dir), stage
         self.history: list[dict[str, Any]] = []
+        # rows an interrupted run of this stage already wrote: the resumed run does not measure its starting
+        # step again, and compares with the stage's first validation
+        self.logged = _read_jsonl(self.stage_dir / "validation.jsonl")
 
     def _run(self, state: Any, model: Any) -> None:
         if not state.is_world_process_zero or any(h["step"] == state.global_step for h in self.history):
             return
         row = {"stage": self.stage, "step": state.global_step, **self.probe.measure(model)}
+        start = next(iter(self.logged + self.history), None)
+        if start is not None and start["step"] != row["step"]:
+            row["vs_start"] = {"step": start["step"], **compare_validations(start, row)}
         self.history.append(row)
         with (self.stage_dir / "validation.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
         plot_curves(self.stage_dir)
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        self._run(state, model)
+        if not any(row["step"] == state.global_step for row in self.logged):
+            self._run(state, model)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if self.every and state.global_step % self.every == 0:
@@ -138,10 +197,17 @@ def plot_curves(stage_dir: Path) -> Path | None:
         if "cg_points" in validation[0]:
             helper = "debugging round" if validation[0].get("stage") == "debugger" else "plan"
             axes[1].plot(vsteps, [v["pass1_with"] for v in validation], marker="o", label=f"val pass@1 with {helper}")
-            axes[2].plot(vsteps, [v["cg_points"] for v in validation], marker="o")
+            cg = [v["cg_points"] for v in validation]
+            if all("cg_ci" in v for v in validation):
+                errors = [[c - v["cg_ci"][0] for c, v in zip(cg, validation)],
+                          [v["cg_ci"][1] - c for c, v in zip(cg, validation)]]
+                axes[2].errorbar(vsteps, cg, yerr=errors, marker="o", capsize=3)
+                axes[2].axhline(0, color="grey", linewidth=0.8)
+            else:
+                axes[2].plot(vsteps, cg, marker="o")
     axes[1].set_title("pass rate")
     axes[1].legend(fontsize=7)
-    axes[2].set_title("Collaboration Gain (points, validation)")
+    axes[2].set_title("Collaboration Gain (points, validation, 95% paired CI)")
     for ax in axes:
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)

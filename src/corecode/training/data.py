@@ -22,13 +22,30 @@ __all__ = ["load_problems", "unique_problems", "planner_rows", "coder_rows", "to
 def load_problems(
     benchmark: str, split: str, *, path: str | None = None, limit: int | None = None, ids: Sequence[str] = ()
 ) -> list[Problem]:
-    """Problems of a corecode benchmark, or of a ``module:function(split, path=, limit=)`` plug-in."""
+    """Problems of a corecode benchmark, or of a ``module:function(split, path=, limit=)`` plug-in.
+
+    ``split`` may join splits with ``+`` (``validation+test``): their problems in that order, then ``ids``
+    and ``limit`` apply to the whole list (a held-out set larger than one split)."""
+    if "+" in split:
+        problems = [p for part in split.split("+") for p in _load_split(benchmark, part.strip(), path)]
+    else:
+        problems = _load_split(benchmark, split, path)
+    return _select(problems, benchmark, split, path, limit, ids)
+
+
+def _load_split(benchmark: str, split: str, path: str | None) -> list[Problem]:
     if ":" in benchmark:
         problems = list(import_path(benchmark)(split, path=path, limit=None))  # type: ignore[operator]
     else:
         from corecode.benchmarks import load_benchmark
 
         problems = load_benchmark(benchmark, split, path=path)
+    return problems
+
+
+def _select(
+    problems: list[Problem], benchmark: str, split: str, path: str | None, limit: int | None, ids: Sequence[str]
+) -> list[Problem]:
     if ids:
         wanted = set(ids)
         problems = [p for p in problems if p.id in wanted]

@@ -94,6 +94,7 @@ def run_planner_like_stage(
                     build_program=program_for,
                     coder_sampling=SamplingConfig(temperature=0.0, max_tokens=config.partner_max_tokens),
                     check_plan_format=role.check_plan_format,
+                    fixed_alone=True,  # the frozen Coder's greedy programs alone never change
                 )
                 callbacks.append(ValidationCallback(probe, config.eval_steps, stage_dir, role.name))
             dataset = to_dataset(role.rows(problems, reference_times, config))

@@ -9,6 +9,16 @@ signal from the first steps. The statement differs only in K, so the policy must
 ``digit_debug_problems`` adds ``assert f() == K`` as a public test and ``buggy_coder`` always writes a
 wrong program: together they give the debugger stage a failing program and real feedback per problem.
 
+``number_problems`` and ``plan_reading_coder`` are the stage-1 learning check: "Write f() that returns the
+number K" for two-digit K (training K = 10..29, validation K = 30..49: disjoint problems), and a frozen
+Coder whose program depends on what the plan *says*: the plan's first character is read as its
+Input-Output Definition (a digit: "the output is a number", so the Coder returns int K; a letter: "the
+output is text", so it returns the string "K", which fails both tests; anything else: no guidance, so it
+does what it does alone). Alone, the Coder solves the problems with an even K and returns -1 on the others
+(half credit: an int, the wrong one). So a Planner can hurt (CG -50 points: letters), leave it alone
+(punctuation, CG 0) or help (digits, CG +50) -- the situation of the real 0.5B models in miniature -- and
+only what the plan says decides which; a one-character plan of a random policy is a digit ~10 % of the time.
+
 ``scripted_coder`` plays the frozen Coder of stage 1 for the cpu-smoke run: a deterministic function of
 the plan text (a correct program for plans whose characters hash to an even number, a wrong one
 otherwise), so different plans of one group really get different rewards through the real sandbox.
@@ -18,11 +28,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import Any
 
 from corecode.types import AssertTest, Problem
 
-__all__ = ["digit_problems", "digit_debug_problems", "digit_validation", "scripted_coder", "buggy_coder", "alternating_coder"]
+__all__ = [
+    "digit_problems", "digit_debug_problems", "digit_validation", "scripted_coder", "buggy_coder", "alternating_coder",
+    "number_problems", "plan_reading_coder", "plan_reading_reply",
+]
 
 STARTER = "def f():\n    return "
 
@@ -98,3 +112,54 @@ def scripted_coder(**options: Any):
     from corecode.backends.scripted import ScriptedBackend
 
     return ScriptedBackend(_scripted_reply, name="scripted-coder")
+
+
+NUMBER_SPLITS = {"train": range(10, 30), "validation": range(30, 50)}
+
+
+def number_problems(split: str = "train", *, path: Any = None, limit: int | None = None) -> list[Problem]:
+    """The stage-1 learning check's problems: K = 10..29 for ``train``, 30..49 for ``validation`` (disjoint)."""
+    if split not in NUMBER_SPLITS:
+        raise ValueError(f"number_problems has splits {', '.join(NUMBER_SPLITS)}, not {split!r}")
+    problems = [
+        Problem(
+            id=f"number-{k}",
+            source="toy-numbers",
+            statement=f"Write f() that returns the number {k}.",
+            tests=(AssertTest("assert isinstance(f(), int)"), AssertTest(f"assert f() == {k}")),
+            starter_code=STARTER,
+            entry_point="f",
+            split=split,
+            reference_solutions=(f"def f():\n    return {k}\n",),
+        )
+        for k in NUMBER_SPLITS[split]
+    ]
+    return problems[:limit] if limit else problems
+
+
+PLAN_HEADER = "Plan (the Algorithmic Thought written by the Planner):"
+
+
+def plan_reading_reply(conversation: Any) -> str:
+    """The plan-reading Coder's answer to a ``coder`` or ``coder_with_plan`` prompt (see the module docstring)."""
+    text = conversation[-1]["content"]
+    problem, has_plan, rest = text.partition(PLAN_HEADER)
+    found = re.search(r"returns the number (\d+)", problem)
+    k = int(found.group(1)) if found else 0
+    alone = str(k) if k % 2 == 0 else "-1"
+    value = alone
+    if has_plan:
+        plan = rest.split("\n\nFollow the plan", 1)[0].strip()
+        first = plan[:1]
+        if first.isdigit():
+            value = str(k)
+        elif first.isalpha():
+            value = f'"{k}"'
+    return f"```python\ndef f():\n    return {value}\n```"
+
+
+def plan_reading_coder(**options: Any):
+    """`module:factory` target for `coder_backend`: the plan-reading frozen Coder described above."""
+    from corecode.backends.scripted import ScriptedBackend
+
+    return ScriptedBackend(plan_reading_reply, name="plan-reading-coder")
