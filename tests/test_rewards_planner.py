@@ -76,11 +76,13 @@ def test_bad_config_is_rejected_with_the_option_name(bad):
 def test_a_reference_time_of_zero_is_known_and_floored_like_any_tiny_time():
     """0 s (a reference faster than the clock) is a measurement, not "unknown": it is floored to 1 ms like
     1e-6 s, so both give t_ref = 1 ms. Programs at 4 ms: e = sigmoid(2 (ln 0.001 - ln 0.004)) = 1/17,
-    q = 1 + 0.2 / 17 for both programs, R = q (equal weights). The group median (4 ms) would give 1.1."""
+    q = 1 + 0.2 / 17 for both programs, R = q (equal weights). The group median (4 ms) would give 1.1.
+    (The floor is set to 1 ms here; the default is 1 us since times come from the measurement pass.)"""
     plans = [[PASS(0.004), PASS(0.004)]]
     expected = 1 + 0.2 / 17
+    config = RewardConfig(time_floor_s=1e-3)
     for reference in (0.0, 1e-6):
-        assert planner_group_rewards(plans, [False], RewardConfig(), reference) == [pytest.approx(expected, abs=1e-12)]
-    assert planner_group_rewards(plans, [False], RewardConfig(), None) == [pytest.approx(1.1)]  # unknown: median
+        assert planner_group_rewards(plans, [False], config, reference) == [pytest.approx(expected, abs=1e-12)]
+    assert planner_group_rewards(plans, [False], config, None) == [pytest.approx(1.1)]  # unknown: median
     with pytest.raises(ValueError, match="reference time"):
-        planner_group_rewards(plans, [False], RewardConfig(), -1.0)
+        planner_group_rewards(plans, [False], config, -1.0)

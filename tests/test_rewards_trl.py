@@ -37,7 +37,8 @@ def result(pass_rate: float, mem: int, n: int = 2) -> ExecutionResult:
 
 
 def answer(tag: str) -> str:
-    return f"Here you go:\n```python\ndef f(x):\n    return x  # {tag}\n```"
+    # the tag is code, not only a comment: programs that differ only in comments are the same program
+    return f"Here you go:\n```python\ndef f(x):\n    tag = {tag!r}\n    return x  # {tag}\n```"
 
 
 def fake_execute(jobs):
@@ -144,7 +145,7 @@ def test_sandbox_executor_falls_back_to_one_by_one_and_marks_our_failures():
                 raise SandboxError("could not start the interpreter")
             return result(1.0, 0)
 
-    execute = sandbox_executor(FlakySandbox())
+    execute = sandbox_executor(FlakySandbox(), measure=False)
     got = execute([("ok", PROBLEMS["p0"]), ("boom", PROBLEMS["p0"])])
     assert got[0].passed and got[1] is None
     assert coder_group_rewards([Outcome.from_execution(got[0]), None], CFG) == [1.2, None]

@@ -31,8 +31,14 @@ class RewardConfig:
         },
     )
     time_floor_s: float = field(
-        default=1e-3,
-        metadata={"help": "CPU times below this are raised to it before taking logs (smaller differences are measurement noise)"},
+        default=1e-6,
+        metadata={"help": "CPU times below this are raised to it before taking logs (only guards log(0): times "
+                  "come from the sandbox's measurement pass, which resolves microseconds)"},
+    )
+    time_tie_band: float = field(
+        default=0.10,
+        metadata={"help": "relative difference of two CPU times below which they tie (the measured noise band; "
+                  "see rewards.ties)"},
     )
     aggregation: str = field(
         default="sigmoid",
@@ -53,8 +59,12 @@ class RewardConfig:
         metadata={"help": "weight of the space score in R_code = s_i + lambda_space * min(1, O/m_i) * [s_i=1]"},
     )
     memory_floor_bytes: int = field(
-        default=64 * 1024,
-        metadata={"help": "peak memories below this are raised to it (measurement noise, division by 0)"},
+        default=256,
+        metadata={"help": "peak memories (traced allocations, bytes) below this are raised to it (division by 0)"},
+    )
+    memory_tie_band: float = field(
+        default=0.10,
+        metadata={"help": "relative difference of two peak memories below which they tie (see rewards.ties)"},
     )
 
     def __post_init__(self) -> None:
@@ -67,7 +77,7 @@ class RewardConfig:
         for name in ("tau", "softmax_temperature", "time_floor_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"rewards.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("kappa", "lambda_time", "lambda_space", "format_penalty"):
+        for name in ("kappa", "lambda_time", "lambda_space", "format_penalty", "time_tie_band", "memory_tie_band"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"rewards.{name} must be >= 0, got {getattr(self, name)}")
         if self.memory_floor_bytes < 1:

@@ -21,6 +21,12 @@ our choice, so that plans of one problem are compared on one time scale). A plan
 failed on our side (``None`` outcome, a SandboxError) gets no reward (``None``): scoring it on the
 remaining programs would bias it.
 
+Ties (../shared/METHOD.md section 3a): before scoring, the passing programs' times are tie-resolved over the
+whole group (``rewards.ties``): times within ``time_tie_band`` of their tie class's fastest member are
+scored as that member's time, and t_ref is snapped to a class within the band of it, so programs whose
+times differ only by measurement noise get exactly the same e_i. With M = 2 the sigmoid weighting equals
+softmax with T = 2 * tau (w = sigmoid(d / tau) for d = +-(q_1 - q_2) / 2): comparing aggregations needs M >= 3.
+
 >>> from corecode.rewards.outcome import Outcome
 >>> cfg = RewardConfig(lambda_time=0.0)
 >>> [round(r, 4) for r in planner_group_rewards([[Outcome(1.0), Outcome(0.0)], [Outcome(0.0), Outcome(0.0)]], [False, True], cfg)]
@@ -29,12 +35,14 @@ remaining programs would bias it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
 
 from corecode.rewards.config import RewardConfig
 from corecode.rewards.outcome import Outcome
+from corecode.rewards.ties import snap, tie_resolve
 
 __all__ = [
     "sigmoid",
@@ -44,6 +52,7 @@ __all__ = [
     "aggregate",
     "plan_reward",
     "planner_group_rewards",
+    "tie_resolved_times",
 ]
 
 
@@ -120,6 +129,24 @@ def planner_group_rewards(
     """R_plan for the G plans of one problem; ``plans[g]`` holds the M outcomes of plan g's programs."""
     if len(plans) != len(format_misses):
         raise ValueError(f"{len(plans)} plans but {len(format_misses)} format flags")
-    everything = [o for programs in plans for o in programs]
+    everything = tie_resolved_times([o for programs in plans for o in programs], config)
     t_ref = time_reference(everything, reference_time_s, config)
-    return [plan_reward(programs, t_ref, miss, config) for programs, miss in zip(plans, format_misses)]
+    if t_ref is not None:  # a t_ref inside the band of a tie class counts as that class's time
+        heads = {o.cpu_time_s for o in everything if o is not None and o.passed}
+        t_ref = snap(t_ref, sorted(heads), config.time_tie_band)
+    resolved, start = [], 0
+    for programs in plans:
+        resolved.append(everything[start : start + len(programs)])
+        start += len(programs)
+    return [plan_reward(programs, t_ref, miss, config) for programs, miss in zip(resolved, format_misses)]
+
+
+def tie_resolved_times(outcomes: Sequence[Outcome | None], config: RewardConfig) -> list[Outcome | None]:
+    """The outcomes with each passing program's (floored) CPU time replaced by its tie class's time
+    (``rewards.ties``, band ``time_tie_band``): times inside the noise band score exactly alike."""
+    passing = [i for i, o in enumerate(outcomes) if o is not None and o.passed]
+    times = [max(outcomes[i].cpu_time_s, config.time_floor_s) for i in passing]  # type: ignore[union-attr]
+    out = list(outcomes)
+    for i, head in zip(passing, tie_resolve(times, config.time_tie_band)):
+        out[i] = dataclasses.replace(outcomes[i], cpu_time_s=head)  # type: ignore[arg-type]
+    return out

@@ -49,6 +49,7 @@ __all__ = [
     "append_program",
     "PROGRAM_BUILDERS",
     "sandbox_executor",
+    "program_key",
     "ExecutionLog",
     "CoderReward",
     "PlannerReward",
@@ -128,10 +129,20 @@ def completion_text(completion: Any) -> str:
     return "".join(str(message.get("content", "")) for message in completion)
 
 
-def sandbox_executor(sandbox: Any, tests: str = "all") -> Executor:
-    """Run jobs as one concurrent batch; if the batch fails on our side, retry one by one (None = failed)."""
+def sandbox_executor(sandbox: Any, tests: str = "all", measure: bool = True, measure_config: Any = None) -> Executor:
+    """Run jobs as one concurrent batch; if the batch fails on our side, retry one by one (None = failed).
 
-    def execute(jobs: Sequence[tuple[str, Problem]]) -> list[ExecutionResult | None]:
+    Identical programs of one batch (same problem, same :func:`program_key`) run once and share their
+    result. With ``measure`` (the default) the programs that pass every test then get the sandbox's
+    measurement pass (``corecode.sandbox.measure``), so their ``cpu_time_s`` / ``peak_memory_bytes`` are
+    whole-program numbers resolved by repetition (../shared/METHOD.md section 3a); a measurement that
+    fails on our side makes that row ``None`` like a failed run.
+    """
+    from corecode.sandbox.measure import MeasureConfig, attach_measurements
+
+    config = measure_config or MeasureConfig()
+
+    def run_each(jobs: Sequence[tuple[str, Problem]]) -> list[ExecutionResult | None]:
         try:
             return list(sandbox.run_batch(list(jobs), tests=tests))
         except SandboxError:
@@ -143,7 +154,53 @@ def sandbox_executor(sandbox: Any, tests: str = "all") -> Executor:
                     results.append(None)
             return results
 
+    def measured(jobs: list[tuple[str, Problem]], results: list[ExecutionResult | None]) -> list[Any]:
+        try:
+            return attach_measurements(sandbox, jobs, results, tests, config)
+        except SandboxError:
+            out: list[Any] = []
+            for job, result in zip(jobs, results):
+                try:
+                    out.append(attach_measurements(sandbox, [job], [result], tests, config)[0])
+                except SandboxError:
+                    out.append(None)
+            return out
+
+    def execute(jobs: Sequence[tuple[str, Problem]]) -> list[ExecutionResult | None]:
+        keys = [(problem.source, problem.id, program_key(program)) for program, problem in jobs]
+        first: dict[tuple, int] = {}
+        unique: list[tuple[str, Problem]] = []
+        for key, job in zip(keys, jobs):
+            if key not in first:
+                first[key] = len(unique)
+                unique.append(job)
+        results = run_each(unique)
+        if measure:
+            results = measured(unique, results)
+        return [results[first[key]] for key in keys]
+
     return execute
+
+
+def program_key(program: str) -> str:
+    """A short digest of the program's normalized source (``ast.dump``; comments and layout do not count):
+    programs with the same key are the same program and get the same outcome and reward."""
+    import hashlib
+
+    from corecode.sandbox.measure import normalized_source
+
+    return hashlib.sha1(normalized_source(program).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _same_program_same_outcome(outcomes: Sequence[Any], keys: Sequence[str]) -> list[Any]:
+    """Within one group (gathered over processes), identical programs take the first one's outcome."""
+    seen: dict[str, Any] = {}
+    out = []
+    for outcome, key in zip(outcomes, keys):
+        if outcome is not None:
+            outcome = seen.setdefault(key, outcome)
+        out.append(outcome)
+    return out
 
 
 def program_for(problem: Problem, completion: str) -> str:
@@ -214,9 +271,13 @@ class CoderReward:
         problems = [self.problems[pid] for pid in problem_id]
         programs = [self.build_program(p, completion_text(c)) for p, c in zip(problems, completions)]
         outcomes = [_outcome(r) for r in self.execute(list(zip(programs, problems)))]
-        rewards = self.layout.group_and_slice(
-            outcomes, lambda group: coder_group_rewards(group, self.config), prompt_keys(prompts, problem_id)
-        )
+        keys = [program_key(prog) for prog in programs]
+
+        def score(group: list[tuple[Outcome | None, str]]) -> list[float | None]:
+            unified = _same_program_same_outcome([g[0] for g in group], [g[1] for g in group])
+            return coder_group_rewards(unified, self.config)
+
+        rewards = self.layout.group_and_slice(list(zip(outcomes, keys)), score, prompt_keys(prompts, problem_id))
         step = _step(kwargs)
         self.log.write(
             [
@@ -274,14 +335,15 @@ class PlannerReward:
             start += len(progs)
         missing = [self.missing_parts(plan) for plan in plans]
         ref_times = kwargs.get("reference_time_s") or [None] * len(plans)
-        local = list(zip(per_plan, missing, ref_times))
+        keys = [[program_key(prog) for prog in progs] for progs in programs]
+        local = list(zip(per_plan, missing, ref_times, keys))
         rewards = self.layout.group_and_slice(local, self._score_group, prompt_keys(prompts, problem_id))
         self.log.write(
             [
                 {"stage": self.stage, "step": _step(kwargs), "rank": self.layout.process_index, "row": i,
                  "problem_id": pid, "plan": plan, "missing": list(miss), "reference_time_s": ref,
                  "programs": progs, "outcomes": [o.to_dict() if o else None for o in outs], "reward": r}
-                for i, (pid, plan, progs, (outs, miss, ref), r)
+                for i, (pid, plan, progs, (outs, miss, ref, _), r)
                 in enumerate(zip(problem_id, plans, programs, local, rewards))
             ]
         )
@@ -289,9 +351,14 @@ class PlannerReward:
         _report(kwargs, self.format_metric, [0.0 if miss else 1.0 for miss in missing])
         return rewards
 
-    def _score_group(self, group: list[tuple[list[Outcome | None], tuple[str, ...], float | None]]):
+    def _score_group(self, group: list[tuple[list[Outcome | None], tuple[str, ...], float | None, list[str]]]):
         reference = group[0][2]  # one problem per group: its reference time, if any
-        return planner_group_rewards([g[0] for g in group], [bool(g[1]) for g in group], self.config, reference)
+        flat = _same_program_same_outcome([o for g in group for o in g[0]], [k for g in group for k in g[3]])
+        plans, start = [], 0
+        for g in group:
+            plans.append(flat[start : start + len(g[0])])
+            start += len(g[0])
+        return planner_group_rewards(plans, [bool(g[1]) for g in group], self.config, reference)
 
 
 class RetrievalReward(PlannerReward):

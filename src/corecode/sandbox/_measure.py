@@ -34,24 +34,78 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import io
 import marshal
 import math
 import os
 import pickle
 import resource
 import shutil
+import struct
 import sys
 import time
 import traceback
 
-import _jobchild as jc
 import _run
 
 FRAME = "measured"
+RESULT_FD = 3
 
 
 # ------------------------------------------------------------------------------------- in the child
-def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, plain):
+# Small helpers of our own (not ``_jobchild``'s), bound before the program runs.
+def _emitter(nonce: bytes):
+    write, dumps, pack = os.write, marshal.dumps, struct.pack
+
+    def emit(payload) -> None:
+        data = dumps(payload)
+        frame = nonce + pack("<I", len(data)) + data
+        while frame:
+            frame = frame[write(RESULT_FD, frame) :]
+
+    return emit
+
+
+def _std_streams() -> None:
+    """Fresh text streams over fds 0-2 (the inherited objects belong to the worker)."""
+    sys.stdin = sys.__stdin__ = io.open(0, "r", encoding="utf-8", errors="replace", closefd=False)
+    sys.stdout = sys.__stdout__ = io.open(1, "w", encoding="utf-8", errors="replace", closefd=False)
+    sys.stderr = sys.__stderr__ = io.open(2, "w", encoding="utf-8", errors="replace", closefd=False)
+    sys.argv = ["solution.py"]
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - the program may have broken its streams
+            pass
+
+
+def _call(ns: dict, fn_name: str, args, _callable=callable, _getattr=getattr):
+    fn = ns.get(fn_name)
+    if not _callable(fn) and _callable(ns.get("Solution")):  # LeetCode style: a method of Solution
+        fn = _getattr(ns["Solution"](), fn_name)
+    if not _callable(fn):
+        raise NameError(f"the program defines no function {fn_name!r}")
+    return fn(*args)
+
+
+def _encoder():
+    """Bytes that stand for a returned value, to compare repetitions: marshal for built-in values, else
+    the value's type (never the program's ``__repr__``, which may print an address)."""
+    dumps, _type = marshal.dumps, type
+
+    def encode(value) -> bytes:
+        try:
+            return dumps(value)
+        except BaseException:  # noqa: BLE001 - not a plain value (or a hostile one)
+            return b"<" + _type(value).__qualname__.encode("utf-8", "replace") + b">"
+
+    return encode
+
+
+def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, encode):
     """Return ``run(keep, memory) -> (cpu seconds, digest, peak bytes)``: one whole execution of the program.
 
     ``keep``: digest the results (return values, or stdout bytes and exit). ``memory``: (traced,
@@ -59,7 +113,7 @@ def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, pla
     instruction (fresh namespace, argument copies and std streams already made).
     """
     getrusage, who, loads, dumps = resource.getrusage, resource.RUSAGE_SELF, marshal.loads, marshal.dumps
-    _type, _exec, call, std_streams, flush = type, exec, jc._call, jc._std_streams, jc._flush
+    _type, _exec, call, std_streams, flush = type, exec, _call, _std_streams, _flush
     builtins_module = builtins
     seek, truncate, pwrite, pread, fstat = os.lseek, os.ftruncate, os.pwrite, os.pread, os.fstat
     sha, check_name, pair_name = hashlib.sha1, names[0], names[1]
@@ -106,7 +160,7 @@ def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, pla
         digest = sha()
         for value in values:
             try:
-                digest.update(dumps(plain(value)))
+                digest.update(encode(value))
             except BaseException as exc:  # noqa: BLE001
                 digest.update(_type(exc).__name__.encode())
         digest.update(repr(error).encode())
@@ -121,7 +175,7 @@ def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, pla
             seek(0, 0, 0)
             truncate(1, 0)
             seek(1, 0, 0)
-            std_streams("solution.py")
+            std_streams()
             ns = {"__name__": "__main__", "__builtins__": builtins_module}
             error = None
             if memory is not None:
@@ -199,7 +253,7 @@ def _neutralize_tracemalloc():
 
 def measure_child(payload: tuple, nonce: bytes) -> None:
     """In the exec child (isolated, limited): measure the program and emit one frame, then exit."""
-    emit = jc._emitter(nonce)
+    emit = _emitter(nonce)
     program, setup, items, inputs, names, params = payload
     try:
         code = compile(program, "solution.py", "exec")
@@ -208,13 +262,7 @@ def measure_child(payload: tuple, nonce: bytes) -> None:
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
         emit(("error", f"does not compile: {type(exc).__name__}"))
         os._exit(0)
-    plain, reset_plain = jc._make_plain()
-
-    def plain_value(value):
-        reset_plain()
-        return plain(value)
-
-    run = _execution(code, setup_code, compiled, inputs, tuple(names), plain_value)
+    run = _execution(code, setup_code, compiled, inputs, tuple(names), _encoder())
     tracer = _neutralize_tracemalloc() if params["memory"] else None
     take, restore = _state_guard()
     real_exit = os._exit
@@ -232,12 +280,12 @@ def measure_child(payload: tuple, nonce: bytes) -> None:
     def between() -> None:
         """Off the clock: undo names the execution added, empty stdout/stderr (output limit)."""
         restore()
-        jc._flush()
+        _flush()
         for fd in (1, 2):
             truncate(fd, 0)
             seek(fd, 0, 0)
 
-    jc._std_streams("solution.py")
+    _std_streams()
     try:
         cold, first, _ = run(True)  # warm-up: first-time imports, caches; also the reference result
         between()
@@ -285,10 +333,10 @@ def measure_child(payload: tuple, nonce: bytes) -> None:
             if not tracing:
                 consistent = False
     except BaseException as exc:  # noqa: BLE001 - our harness failed inside the child: say so
-        jc._flush()
+        _flush()
         emit(("error", f"measurement failed: {type(exc).__name__}: {exc}"[:300]))
         exit_now(0)
-    jc._flush()
+    _flush()
     emit((FRAME, float(best), int(n), int(done), float(worst), int(traced_peak), bool(consistent), float(cold)))
     exit_now(0)
 
