@@ -107,16 +107,20 @@ def _load(path: Path, config: LlamaCppConfig) -> Any:
         raise MissingDependencyError("llama-cpp-python", "llama", "the llama.cpp backend") from exc
     if not path.is_file():
         raise ConfigError(f"GGUF file not found: {path}")
+    from corecode.backends.llama_probe import model_params_patch, safe_load_mode
+
+    mode = safe_load_mode(path)  # a build that would die on a signal here is caught in a child process
     try:
-        return Llama(
-            model_path=str(path),
-            n_ctx=config.n_ctx,
-            n_threads=config.n_threads or default_threads(),
-            n_batch=config.n_batch,
-            n_gpu_layers=config.n_gpu_layers,
-            chat_format=config.chat_format,
-            verbose=config.verbose,
-        )
+        with model_params_patch(mode):
+            return Llama(
+                model_path=str(path),
+                n_ctx=config.n_ctx,
+                n_threads=config.n_threads or default_threads(),
+                n_batch=config.n_batch,
+                n_gpu_layers=config.n_gpu_layers,
+                chat_format=config.chat_format,
+                verbose=config.verbose,
+            )
     except ValueError as exc:  # llama-cpp-python reports a bad file as ValueError
         raise BackendError(f"llama.cpp could not load {path}: {exc}") from exc
 

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("corecode.cli.eval_cmd", "generate, score and summarize a benchmark run"),
     "report": ("corecode.cli.report", "compare evaluation runs in one table and plots"),
     "train": ("corecode.cli.train", "collaborative GRPO training (Planner, then Coder)"),
+    "doctor": ("corecode.cli.doctor", "what this machine can run, and what a bug report needs"),
 }
 
 
