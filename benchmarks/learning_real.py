@@ -1,0 +1,315 @@
+"""The real experiment (issue 14): does collaborative training make the built-in 0.5B pair better?
+
+One command, resumable after any interruption (rerun the same command: every step skips what is done):
+
+1. **Held-out set**: MBPP validation + test (``--heldout`` problems, default 140 = the 90 validation problems
+   and the first 50 test problems, the six-pipeline table's problems), disjoint from training (checked).
+2. **Problem filter**: for each of the first ``--train-pool`` MBPP training problems, the base Planner
+   (built-in GGUF on llama.cpp, temperature 1.0) writes ``--filter-plans`` plans and the base Coder writes
+   ``--filter-programs`` programs per plan; problems whose programs all get the same pass rate (always or
+   never solved: zero reward variance, nothing for GRPO) are dropped; their share is logged.
+   ``filter.jsonl`` keeps one line per problem (a torn last line is dropped on restart).
+3. **Stage 1** (``corecode train stage=planner``): the built-in 0.5B Planner (LoRA) against the frozen
+   built-in 0.5B Coder served through llama.cpp (``coder_backend``), on the kept problems; validation CG
+   on the held-out set at the start, the middle and the end, with 95 % paired intervals.
+4. **Stage 2** (``corecode train stage=coder``): the Coder trained on the trained Planner's plans (written
+   once, cached); validation pass@1 with plans at the start (= the base Coder with the trained plans) and
+   the end, on the same held-out set.
+5. ``report.md``: the validation tables with intervals, the paired changes (trained vs untrained Planner's
+   CG; stage-2 Coder vs base Coder, both with the trained plans) and the diagnosis (reward, reward std,
+   zero-std share, KL, plan format rate, plan length).
+
+    OMP_NUM_THREADS=1 python benchmarks/learning_real.py --out runs/learning-real            # the full run
+    OMP_NUM_THREADS=1 python benchmarks/learning_real.py --out /tmp/lr-smoke --smoke         # the path, minutes
+
+Checkpoints stay in ``--out``; only ``report.md`` and the curves belong in the docs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BUILTIN = "qwen2.5-coder-0.5b"
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mbpp" / "mbpp.jsonl"
+
+SMOKE = {"train_pool": 3, "train_problems": 2, "heldout": 3, "filter_plans": 1, "filter_programs": 2,
+         "stage1_steps": 1, "stage2_steps": 1, "num_generations": 2, "plan_tokens": 96, "code_tokens": 160,
+         "fill_unfiltered": True}
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/learning-real", help="run directory (rerun to resume)")
+    parser.add_argument("--data-path", default=str(DEFAULT_DATA) if DEFAULT_DATA.is_file() else None,
+                        help="MBPP jsonl (default: the shared copy when present, else corecode's own)")
+    parser.add_argument("--train-pool", type=int, default=150, help="MBPP training problems the filter looks at")
+    parser.add_argument("--train-problems", type=int, default=60, help="at most this many kept problems train")
+    parser.add_argument("--heldout", type=int, default=140, help="held-out problems: MBPP validation, then test")
+    parser.add_argument("--filter-plans", type=int, default=2, help="base plans per problem in the filter")
+    parser.add_argument("--filter-programs", type=int, default=2, help="base programs per plan in the filter")
+    parser.add_argument("--stage1-steps", type=int, default=60, help="GRPO steps of stage 1 (one problem each)")
+    parser.add_argument("--stage2-steps", type=int, default=40, help="GRPO steps of stage 2 (one problem each)")
+    parser.add_argument("--num-generations", type=int, default=4, help="G: completions per problem")
+    parser.add_argument("--plan-tokens", type=int, default=192, help="max tokens of a plan (short plans: fast)")
+    parser.add_argument("--code-tokens", type=int, default=320, help="max tokens of a program")
+    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--beta", type=float, default=0.01, help="KL coefficient (0: no reference pass, no KL log)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fill-unfiltered", action="store_true",
+                        help="when the filter keeps fewer than --train-problems, fill up with dropped problems "
+                        "(smoke runs: a zero-variance problem gives GRPO nothing)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest configuration (" + ", ".join(f"{k}={v}" for k, v in SMOKE.items()) + ")")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    args.data_path = args.data_path or None  # "": corecode's own MBPP copy
+    return args
+
+
+# ------------------------------------------------------------------------------------------------ data
+def load_sets(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    from corecode.training.data import load_problems
+
+    pool = load_problems("mbpp", "train", path=args.data_path, limit=args.train_pool)
+    heldout = load_problems("mbpp", "validation+test", path=args.data_path, limit=args.heldout)
+    overlap = {p.id for p in pool} & {p.id for p in heldout}
+    if overlap:
+        raise SystemExit(f"held-out problems overlap the training pool: {sorted(overlap)[:5]}")
+    return pool, heldout
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a torn last line from a kill: that problem is measured again
+            break
+    return rows
+
+
+def filter_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> list[str]:
+    """The kept training problem ids, measuring each pool problem once (filter.jsonl)."""
+    from corecode.agents import TaskView, render_prompt
+    from corecode.backends import SamplingConfig, load_backend
+    from corecode.rewards.trl_rewards import program_for, sandbox_executor
+    from corecode.sandbox import Sandbox, SandboxConfig
+
+    path = out / "filter.jsonl"
+    rows = {r["problem_id"]: r for r in _read_rows(path)}
+    path.write_text("".join(json.dumps(rows[p.id]) + "\n" for p in pool if p.id in rows), encoding="utf-8")
+    todo = [p for p in pool if p.id not in rows]
+    if todo:
+        log(f"filter: {len(rows)} of {len(pool)} pool problems measured before; measuring {len(todo)}")
+        backend = load_backend(BUILTIN)
+        plan_sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.plan_tokens, seed=args.seed)
+        code_sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.code_tokens, seed=args.seed)
+        try:
+            with Sandbox(SandboxConfig(workers=2)) as sandbox, path.open("a", encoding="utf-8") as fh:
+                execute = sandbox_executor(sandbox)
+                for number, problem in enumerate(todo, 1):
+                    view = TaskView.from_problem(problem)
+                    plans = [c.text for c in backend.generate([render_prompt("planner", view)], plan_sampling,
+                                                              n=args.filter_plans)[0]]
+                    prompts = [render_prompt("coder_with_plan", view, plan=plan) for plan in plans]
+                    programs = [c.text for group in backend.generate(prompts, code_sampling, n=args.filter_programs)
+                                for c in group]
+                    results = execute([(program_for(problem, text), problem) for text in programs])
+                    rates = [None if r is None else r.n_passed / r.n_tests if r.n_tests else 0.0 for r in results]
+                    row = {"problem_id": problem.id, "pass_rates": rates, "plan_chars": [len(p) for p in plans]}
+                    rows[problem.id] = row
+                    fh.write(json.dumps(row) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                    log(f"filter {number}/{len(todo)} {problem.id}: pass rates {rates}")
+        finally:
+            backend.close()
+    kept, always, never, constant = classify([p.id for p in pool], rows)
+    summary = {"pool": len(pool), "kept": len(kept), "always_solved": always, "never_solved": never,
+               "other_constant": constant, "kept_share": len(kept) / len(pool), "trained_on": kept[: args.train_problems]}
+    (out / "filter-summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    log(f"filter: kept {len(kept)} of {len(pool)} ({100 * len(kept) / len(pool):.0f} %); dropped {always} always "
+        f"solved, {never} never solved, {constant} with another constant pass rate (zero reward variance)")
+    chosen = kept[: args.train_problems]
+    if args.fill_unfiltered and len(chosen) < args.train_problems:
+        extra = [p.id for p in pool if p.id not in kept][: args.train_problems - len(chosen)]
+        log(f"filter: filling up with {len(extra)} dropped problem(s) for the smoke run: {extra}")
+        chosen += extra
+    if not chosen:
+        raise SystemExit("the filter kept no training problem: raise --train-pool or --filter-plans")
+    summary["trained_on"] = chosen
+    (out / "filter-summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return chosen
+
+
+def classify(ids: list[str], rows: dict[str, dict[str, Any]]) -> tuple[list[str], int, int, int]:
+    """Kept ids (the base pair's pass rates differ: GRPO gets a signal), and the counts of the dropped:
+    always solved, never solved (or every program failed on our side), another constant pass rate."""
+    kept, always, never, constant = [], 0, 0, 0
+    for tid in ids:
+        rates = [r for r in rows[tid]["pass_rates"] if r is not None]
+        if rates and max(rates) > min(rates):
+            kept.append(tid)
+        elif rates and min(rates) == 1.0:
+            always += 1
+        elif not rates or max(rates) == 0.0:
+            never += 1
+        else:
+            constant += 1
+    return kept, always, never, constant
+
+
+# ------------------------------------------------------------------------------------------------ stages
+def _common(args: argparse.Namespace, heldout: list[Any], train_ids: list[str]) -> list[str]:
+    ids = "[" + ", ".join(train_ids) + "]"
+    heldout_ids = "[" + ", ".join(p.id for p in heldout) + "]"
+    overrides = [
+        "benchmark=mbpp", "split=train", f"problem_ids={ids}",
+        "validation_split=validation+test", f"validation_ids={heldout_ids}", f"validation_limit={len(heldout)}",
+        f"num_generations={args.num_generations}", f"per_device_train_batch_size={args.num_generations}",
+        "coder_samples=2", f"learning_rate={args.learning_rate}", f"beta={args.beta}",
+        "temperature=1.0", "coder_temperature=1.0", "use_lora=true", "lora_r=16", "lora_alpha=32", "bf16=true",
+        "save_steps=1", "grpo.save_total_limit=2", "grpo.gradient_checkpointing=false", "sandbox_workers=2",
+        "report_to=[tensorboard]", "log_completions=false", f"seed={args.seed}",
+    ]
+    if args.data_path:
+        overrides.append(f"data_path={args.data_path}")
+    return overrides
+
+
+def run_stage1(args: argparse.Namespace, out: Path, heldout: list[Any], train_ids: list[str]) -> Path:
+    from corecode.training import load_config, run_training
+
+    overrides = _common(args, heldout, train_ids) + [
+        "stage=planner", f"output_dir={out / 'stage1'}", f"planner_model=builtin:{BUILTIN}",
+        f"coder_model=builtin:{BUILTIN}", f"coder_backend={BUILTIN}",  # the frozen Coder on llama.cpp
+        f"max_steps={args.stage1_steps}", f"eval_steps={max(1, args.stage1_steps // 2)}",
+        f"max_completion_length={args.plan_tokens}", f"partner_max_tokens={args.code_tokens}",
+    ]
+    log(f"stage 1: {len(train_ids)} training problems, {args.stage1_steps} steps, {len(heldout)} held-out problems")
+    return Path(run_training(load_config(None, overrides))["planner"])
+
+
+def run_stage2(args: argparse.Namespace, out: Path, heldout: list[Any], train_ids: list[str], planner: Path) -> Path:
+    from corecode.training import load_config, run_training
+
+    overrides = _common(args, heldout, train_ids) + [
+        "stage=coder", f"output_dir={out / 'stage2'}", f"planner_model={planner}", f"coder_model=builtin:{BUILTIN}",
+        f"max_steps={args.stage2_steps}", "eval_steps=0",  # validation at the start and the end
+        f"max_completion_length={args.code_tokens}", f"partner_max_tokens={args.plan_tokens}",
+    ]
+    log(f"stage 2: the Coder on the trained Planner's plans, {args.stage2_steps} steps")
+    return Path(run_training(load_config(None, overrides))["coder"])
+
+
+# ------------------------------------------------------------------------------------------------ report
+def _ci(v: dict[str, Any], key: str, points: bool = False) -> str:
+    """A pass@1 fraction (in percent) or CG (``points``) with its interval from the validation row."""
+    if key not in v:
+        return "-"
+    value, ci = (v[key], v.get("cg_ci")) if points else (100 * v[key], v.get(f"{key}_ci"))
+    if points:
+        return f"{value:+.1f}" + ("" if ci is None else f" [{ci[0]:+.1f}, {ci[1]:+.1f}]")
+    return f"{value:.1f}" + ("" if ci is None else f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]")
+
+
+def _change(v: dict[str, Any], key: str) -> str:
+    change = (v.get("vs_start") or {}).get(key)
+    if not change:
+        return "-"
+    return f"{change['diff']:+.1f} [{change['ci'][0]:+.1f}, {change['ci'][1]:+.1f}], {change['up']} up / {change['down']} down"
+
+
+def _diagnosis(stage_dir: Path) -> dict[str, Any]:
+    rows = [m for m in _read_rows(stage_dir / "metrics.jsonl") if "reward" in m]
+    if not rows:
+        return {}
+    window = max(1, min(5, len(rows) // 2))
+
+    def mean(key: str, part: list[dict[str, Any]]) -> float | None:
+        values = [m[key] for m in part if isinstance(m.get(key), (int, float))]
+        return statistics.fmean(values) if values else None
+
+    out: dict[str, Any] = {"steps": len(rows)}
+    for key in ("reward", "reward_std", "frac_reward_zero_std", "kl", "completions/mean_length", "plan_format_ok"):
+        first, last = mean(key, rows[:window]), mean(key, rows[-window:])
+        if first is not None:
+            out[key] = (first, last)
+    return out
+
+
+def write_report(args: argparse.Namespace, out: Path) -> str:
+    s1 = _read_rows(out / "stage1" / "round1" / "planner" / "validation.jsonl")
+    s2 = _read_rows(out / "stage2" / "round1" / "coder" / "validation.jsonl")
+    filt = json.loads((out / "filter-summary.json").read_text()) if (out / "filter-summary.json").is_file() else {}
+    lines = ["# Collaborative training of the built-in Qwen2.5-Coder-0.5B pair on MBPP", "",
+             "Command: `OMP_NUM_THREADS=1 python benchmarks/learning_real.py " + " ".join(sys.argv[1:]) + "`", ""]
+    if filt:
+        lines += [f"Training-problem filter: {filt['kept']} of {filt['pool']} pool problems kept "
+                  f"({100 * filt['kept_share']:.0f} %); dropped {filt['always_solved']} always solved, "
+                  f"{filt['never_solved']} never solved, {filt['other_constant']} other zero-variance; trained on "
+                  f"{len(filt['trained_on'])}.", ""]
+    if s1:
+        lines += ["## Stage 1: the Planner trained against the frozen Coder (validation, greedy, one sample each)", "",
+                  f"{s1[0]['n_problems']} held-out problems (MBPP validation + test); cells: value [95% interval over "
+                  "problems; CG: paired against the Coder alone]; change: paired against step 0, problems up / down.", "",
+                  "| step | Coder alone | with the Planner's plan | CG (points) | CG flips (with / alone better) "
+                  "| change of CG since step 0 | plan format ok | plan chars |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for v in s1:
+            flips = v.get("cg_flips", {})
+            lines.append(f"| {v['step']} | {_ci(v, 'pass1_alone')} | {_ci(v, 'pass1_with')} | {_ci(v, 'cg_points', True)} "
+                         f"| {flips.get('with_better', '-')} / {flips.get('alone_better', '-')} | {_change(v, 'cg')} "
+                         f"| {v.get('plan_format_ok', float('nan')):.2f} | {v.get('plan_chars_mean', float('nan')):.0f} |")
+        lines.append("")
+    if s2:
+        lines += ["## Stage 2: the Coder trained on the trained Planner's plans (same held-out problems)", "",
+                  "| step | Coder with the trained plans | Coder alone | CG (points) | change of pass@1 with plans since step 0 |",
+                  "|---|---|---|---|---|"]
+        for v in s2:
+            lines.append(f"| {v['step']} | {_ci(v, 'pass1_with')} | {_ci(v, 'pass1_alone')} | {_ci(v, 'cg_points', True)} "
+                         f"| {_change(v, 'pass1_with')} |")
+        lines.append("")
+    for name, stage_dir in (("stage 1", out / "stage1" / "round1" / "planner"), ("stage 2", out / "stage2" / "round1" / "coder")):
+        diag = _diagnosis(stage_dir)
+        if diag:
+            parts = [f"{k} {a:.3f} -> {b:.3f}" for k, (a, b) in ((k, v) for k, v in diag.items() if k != "steps")]
+            lines.append(f"Diagnosis, {name} ({diag['steps']} steps; mean over the first vs the last 5): " + "; ".join(parts))
+            lines.append("")
+    text = "\n".join(lines) + "\n"
+    (out / "report.md").write_text(text, encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    pool, heldout = load_sets(args)
+    train_ids = filter_problems(args, pool, out)
+    planner = run_stage1(args, out, heldout, train_ids)
+    log(f"stage 1 done: {planner}")
+    coder = run_stage2(args, out, heldout, train_ids, planner)
+    log(f"stage 2 done: {coder}")
+    print(write_report(args, out))
+    log(f"finished in {(time.time() - started) / 60:.1f} min (this invocation); report: {out / 'report.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""benchmarks/learning_real.py without models: the held-out set, the problem filter's rule and the report."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "learning_real.py"
+
+
+@pytest.fixture(scope="module")
+def lr():
+    spec = importlib.util.spec_from_file_location("learning_real", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["learning_real"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_held_out_set_is_mbpp_validation_then_test_and_disjoint_from_training(lr):
+    pool, heldout = lr.load_sets(lr.parse_args(["--data-path", "", "--train-pool", "374", "--heldout", "100"]))
+    ids = [p.id for p in heldout]
+    assert len(ids) == 100 and ids[0] == "mbpp/511" and ids[89] == "mbpp/600" and ids[90] == "mbpp/11"
+    assert len(pool) == 374 and not {p.id for p in pool} & set(ids)
+
+
+def test_filter_keeps_only_problems_whose_programs_differ(lr):
+    rows = {
+        "a": {"pass_rates": [1.0, 1.0, 1.0]},  # always solved
+        "b": {"pass_rates": [0.0, 0.0]},  # never
+        "c": {"pass_rates": [0.0, 1.0]},  # kept
+        "d": {"pass_rates": [0.5, 0.5]},  # constant partial credit: zero variance too
+        "e": {"pass_rates": [None, 0.25, 0.5]},  # a sandbox failure is ignored, the rest differ
+        "f": {"pass_rates": [None, None]},
+    }
+    assert lr.classify(list(rows), rows) == (["c", "e"], 1, 2, 1)
+
+
+def test_report_has_the_validation_tables_with_intervals_and_the_change(lr, tmp_path):
+    stage1 = tmp_path / "stage1" / "round1" / "planner"
+    stage1.mkdir(parents=True)
+    start = {"step": 0, "n_problems": 140, "pass1_alone": 0.3, "pass1_with": 0.2, "cg_points": -10.0,
+             "pass1_alone_ci": [0.23, 0.38], "pass1_with_ci": [0.14, 0.27], "cg_ci": [-17.1, -2.9],
+             "cg_flips": {"with_better": 6, "alone_better": 20}, "plan_format_ok": 0.4, "plan_chars_mean": 410}
+    end = {**start, "step": 60, "pass1_with": 0.35, "cg_points": 5.0, "cg_ci": [-2.1, 12.1],
+           "vs_start": {"step": 0, "cg": {"diff": 15.0, "ci": [6.4, 23.6], "up": 25, "down": 4}}}
+    (stage1 / "validation.jsonl").write_text(json.dumps(start) + "\n" + json.dumps(end) + "\n")
+    (stage1 / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "reward": r, "kl": 0.001 * i}) + "\n"
+                                                  for i, r in enumerate([0.2, 0.3, 0.4, 0.5])))
+    text = lr.write_report(lr.parse_args(["--out", str(tmp_path)]), tmp_path)
+    assert "| 0 | 30.0 [23.0, 38.0] | 20.0 [14.0, 27.0] | -10.0 [-17.1, -2.9] | 6 / 20 | - |" in text
+    assert "| 60 |" in text and "+15.0 [+6.4, +23.6], 25 up / 4 down" in text
+    assert "reward 0.250 -> 0.450" in text  # first 2 vs last 2 of 4 steps
+    assert (tmp_path / "report.md").read_text() == text
