@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import queue
 import secrets
@@ -16,7 +17,9 @@ from corecode.errors import ConfigError, SandboxError
 from corecode.sandbox.config import SandboxConfig
 from corecode.sandbox.jobs import Job, build_job
 from corecode.sandbox.worker import Worker, WorkerDied, remove_stale_cgroups
-from corecode.types import Checker, ExecutionResult, Problem, Status, TestCase, TestResult
+from corecode.types import AssertTest, Checker, ExecutionResult, Problem, Status, TestCase, TestResult
+
+log = logging.getLogger(__name__)
 
 TestsArg = Union[str, Sequence[TestCase]]
 
@@ -169,14 +172,36 @@ class Sandbox:
         try:
             try:
                 reply = worker.execute(job.public, job.secret, job.timeout_s)
-            except WorkerDied:
+            except WorkerDied as first:
+                log.warning("sandbox worker %d died on a job (restarted, retrying once): %s", worker.index, first)
                 try:  # the worker was restarted; one more try tells a flaky worker from a killer job
                     reply = worker.execute(job.public, job.secret, job.timeout_s)
                 except WorkerDied as exc:
-                    raise SandboxError(f"sandbox worker failed twice on the same job: {exc}") from None
+                    return self._killer_job(worker, job, exc)
         finally:
             self._idle.put(worker)
         return _to_result(reply, job.n_tests)
+
+    def _killer_job(self, worker: Worker, job: Job, exc: WorkerDied) -> ExecutionResult:
+        """The same job brought its worker down twice: the program's fault unless a trivial job fails too.
+
+        A program that can end its worker must not get a neutral result (``None`` reward in training beats
+        the negative advantage of a failing program), so it scores as a failure. Only when a known-good
+        canary job also fails on the restarted worker is the sandbox itself broken: ``SandboxError``.
+        """
+        canary = build_job("x = 1\n", [AssertTest("assert x == 1")], setup_code="", time_limits=[5.0],
+                           checker=None, config=self.config)
+        try:
+            ok = _to_result(worker.execute(canary.public, canary.secret, canary.timeout_s), 1).passed
+        except (WorkerDied, SandboxError) as canary_exc:
+            ok, exc = False, canary_exc
+        if not ok:
+            log.error("sandbox failure on our side (a trivial job fails too): %s", exc)
+            raise SandboxError(f"sandbox worker failed twice on the same job and on a trivial one: {exc}")
+        log.warning("a job brought its sandbox worker down twice; scored as a failure: %s", str(exc)[:300])
+        detail = "the program brought the sandbox worker down (twice)"
+        return ExecutionResult(tests=tuple(TestResult(index=i, status=Status.RUNTIME_ERROR, detail=detail)
+                                           for i in range(job.n_tests)), n_tests=job.n_tests, wall_time_s=0.0)
 
     # -- time limits -------------------------------------------------------------------------------
     def _time_limits(self, problem: Problem, tests: TestsArg, cases: Sequence[TestCase]) -> list[float]:
