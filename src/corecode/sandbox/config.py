@@ -42,6 +42,8 @@ class SandboxConfig:
     isolate: bool = field(
         default=True, metadata={"help": "namespaces: read-only filesystem, no network, own PID namespace"})
     job_uid: int = field(default=65534, metadata={"help": "uid jobs run as when the harness is root"})
+    judge_uid: int = field(
+        default=65533, metadata={"help": "uid of each job's judge process when the harness is root (not job_uid)"})
     scratch_mb: int = field(default=256, metadata={"help": "size of each worker's private tmpfs (MiB)"})
     preload: tuple[str, ...] = field(default=DEFAULT_PRELOAD, metadata={"help": "modules imported by workers"})
     python: str = field(default=sys.executable, metadata={"help": "interpreter the workers run"})

