@@ -203,12 +203,14 @@ def serve_program(code, setup, nonce: bytes) -> None:
     refs: tuple[list, dict] = ([], {})
     get = dict.get
 
+    missing = object()
+
     def by_name(name):
-        fn = get(ns, name)
-        if not _callable(fn) and _callable(get(ns, "Solution")):  # LeetCode style: a method of Solution
+        fn = get(ns, name, missing)
+        if (fn is missing or not _callable(fn)) and _callable(get(ns, "Solution")):  # LeetCode style
             fn = _getattr(ns["Solution"](), name)
-        if fn is None:
-            raise NameError(f"the program defines no {name!r}")
+        if fn is missing:
+            raise NameError(f"name {name!r} is not defined by the program")
         return fn
 
     def lookup(pid):
@@ -228,6 +230,10 @@ def serve_program(code, setup, nonce: bytes) -> None:
                 target = lookup(request[1])
                 args, kwargs = unpickler(request[2], lookup).load()
                 value = target(*args, **kwargs)
+            elif op == "global":  # a name the test uses that no trusted code defined
+                value = get(ns, request[1], missing)
+                if value is missing:
+                    value = by_name(request[1])
             elif op == "getattr":
                 value = _getattr(lookup(request[1]), request[2])
             elif op == "setattr":

