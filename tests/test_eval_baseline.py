@@ -64,3 +64,28 @@ def test_the_coder_alone_uses_the_coders_model():
     assert str(alone.run_dir) == "runs/x--coder-alone"
     summary = {"run": {**alone.to_dict()}, "per_problem": {"p0": {"n": 2}}}
     assert baseline_mismatch(summary, config, ["p0"]) == []
+
+
+@pytest.mark.parametrize("changes,reason", [
+    ({"seed": 7}, "seed is 7, not 0"),
+    ({"data_path": "other/mbpp.jsonl"}, "data_path is"),
+])
+def test_a_run_with_another_seed_or_benchmark_file_is_not_the_coder_alone(tmp_path, changes, reason):
+    other = _finished_direct(tmp_path, "direct-other", PROBLEMS, **changes)
+    config = EvalConfig(pipeline="planner_coder", n=2, temperature=0.8, out=str(tmp_path / "pc"), baseline=str(other))
+    with pytest.raises(ConfigError, match=reason):
+        resolve_baseline(config, PROBLEMS, ["planner"], config.run_dir, log=lambda _: None)
+    # baseline: auto does not reuse it either (it runs a fresh Coder alone instead)
+    from corecode.evaluation.baseline import _find_matching
+
+    assert _find_matching(config.replace(baseline="auto"), [p.id for p in PROBLEMS], config.run_dir) is None
+    same = config.replace(**changes)
+    assert resolve_baseline(same, PROBLEMS, ["planner"], same.run_dir, log=lambda _: None)["reused"]
+
+
+def test_the_same_benchmark_file_spelled_two_ways_matches(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _finished_direct(tmp_path, "direct", PROBLEMS, data_path="data/mbpp.jsonl")
+    config = EvalConfig(pipeline="planner_coder", n=2, temperature=0.8, out=str(tmp_path / "pc"),
+                        data_path=str(tmp_path / "data" / "mbpp.jsonl"), baseline=str(tmp_path / "direct"))
+    assert resolve_baseline(config, PROBLEMS, ["planner"], config.run_dir, log=lambda _: None)["reused"]

@@ -14,8 +14,9 @@ pipelines:
 The rule reads the pipeline class, not the traces (a Reflexion run whose first attempts all pass never calls
 its reflector, and still has a CG of its design); a plug-in pipeline is classified the same way.
 
-The Coder alone is pipeline ``direct`` with the Coder's model, on the same problems, with the same number of
-samples and the same sampling settings. ``baseline: auto`` reuses a finished run in the same parent
+The Coder alone is pipeline ``direct`` with the Coder's model, on the same problems (same benchmark, split
+and benchmark file ``data_path``), with the same number of samples, the same sampling settings and the same
+``seed`` (sample i of a problem draws with a seed derived from it). ``baseline: auto`` reuses a finished run in the same parent
 directory that matches (or is a superset of the problems with the same n); otherwise it runs one, as a
 normal resumable run directory next to this one (``RUN_DIR--coder-alone``). ``baseline: DIR`` uses that
 run and fails loudly when it does not match.
@@ -60,6 +61,8 @@ def baseline_mismatch(summary: dict[str, Any], config: EvalConfig, problem_ids: 
         "temperature": config.temperature,
         "top_p": config.top_p,
         "max_tokens": config.max_tokens,
+        "seed": config.seed,
+        "data_path": _path_key(config.data_path),
     }
     have = {
         "pipeline": run["pipeline"],
@@ -70,6 +73,8 @@ def baseline_mismatch(summary: dict[str, Any], config: EvalConfig, problem_ids: 
         "temperature": run["temperature"],
         "top_p": run["top_p"],
         "max_tokens": run["max_tokens"],
+        "seed": run.get("seed"),
+        "data_path": _path_key(run.get("data_path")),
     }
     reasons = [f"{k} is {have[k]!r}, not {v!r}" for k, v in want.items() if have[k] != v]
     per_problem = summary["per_problem"]
@@ -80,6 +85,11 @@ def baseline_mismatch(summary: dict[str, Any], config: EvalConfig, problem_ids: 
     if short:
         reasons.append(f"{len(short)} problems do not have exactly n={config.n} samples (e.g. {short[0]!r})")
     return reasons
+
+
+def _path_key(path: str | None) -> str | None:
+    """A benchmark file as one spelling (``data/x.jsonl`` and ``./data/x.jsonl`` are the same file)."""
+    return None if path is None else str(Path(path).expanduser().resolve())
 
 
 def auxiliary_roles(pipeline: str) -> list[str]:
