@@ -233,11 +233,12 @@ class Measurement:
     ok: bool = True
     detail: str = ""
     cached: bool = False  # copied from an identical program (same normalized source) of the same batch
+    cost_cpu_s: float = 0.0  # CPU the measurement job itself used (all its executions and checks)
 
     def to_dict(self) -> dict[str, Any]:
         return {"cpu_time_s": self.cpu_time_s, "peak_memory_bytes": self.peak_memory_bytes,
                 "repetitions": self.repetitions, "rounds": self.rounds, "ok": self.ok, "detail": self.detail,
-                "cached": self.cached}
+                "cached": self.cached, "cost_cpu_s": self.cost_cpu_s}
 
 
 @dataclass(frozen=True)

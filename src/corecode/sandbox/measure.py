@@ -51,7 +51,7 @@ class MeasureConfig:
         default=0.01, metadata={"help": "CPU seconds one round of repeated executions lasts at least"})
     rounds: int = field(default=5, metadata={"help": "rounds; the best (smallest) per-execution time is kept"})
     budget_s: float = field(
-        default=0.5, metadata={"help": "no new round once the timed rounds used this much CPU (>= 2 rounds)"})
+        default=0.3, metadata={"help": "no new round once the timed rounds used this much CPU (>= 2 rounds)"})
     max_repetitions: int = field(default=100_000, metadata={"help": "executions per round at most"})
     memory: bool = field(default=True, metadata={"help": "also measure the traced-allocation peak"})
 
@@ -155,7 +155,7 @@ def measure(sandbox: Any, program: str, problem: Problem, tests: TestsArg = "all
     if not math.isfinite(float(m["cpu_time_s"])):
         return _charged(limits, problem, sandbox, "no timed round")
     return Measurement(cpu_time_s=float(m["cpu_time_s"]), peak_memory_bytes=max(0, peak),
-                       repetitions=int(m["repetitions"]), rounds=int(m["rounds"]))
+                       repetitions=int(m["repetitions"]), rounds=int(m["rounds"]), cost_cpu_s=float(m["child_cpu_s"]))
 
 
 def measure_batch(sandbox: Any, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all",

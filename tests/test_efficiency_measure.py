@@ -1,0 +1,159 @@
+"""The measurement pass and the noise-aware efficiency rewards (issue 13, ../shared/METHOD.md section 3a).
+
+No timing thresholds: only rank order for pairs whose gap is huge (>= 10x: a 2-million-step loop against a
+one-line function, a 3-million-element list against none), exact equality for identical programs, and the
+deterministic traced-allocation peak.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from corecode.rewards import CoderReward, GroupLayout, Outcome, PlannerReward, RewardConfig, sandbox_executor
+from corecode.rewards import coder_group_rewards, planner_group_rewards
+from corecode.rewards.ties import snap, tie_resolve
+from corecode.sandbox import MeasureConfig, Sandbox, SandboxConfig, normalized_source, run_measured
+from corecode.sandbox import measure as measure_one
+from corecode.types import AssertTest, CallTest, Problem, StdioTest
+
+PERIMETER = Problem(id="perimeter", source="toy", statement="4 * a", entry_point="square_perimeter",
+                    tests=(AssertTest("assert square_perimeter(10) == 40"), AssertTest("assert square_perimeter(5) == 20"),
+                           AssertTest("assert square_perimeter(4) == 16")))
+TRIVIAL = "def square_perimeter(a):\n    return 4 * a\n"
+LOOP = "s = 0\nfor i in range(300000):\n    s += 1\n"
+BIG = "big = list(range(300000))\n"
+IN_FUNCTION = ("def square_perimeter(a):\n    s = 0\n    for i in range(300000):\n        s += 1\n"
+               "    big = list(range(300000))\n    return 4 * a\n")
+AT_IMPORT = LOOP + BIG + TRIVIAL
+SUM = Problem(id="sum", source="toy", statement="sum of a line", tests=(StdioTest("1 2 3\n", "6\n"), StdioTest("4 5\n", "9\n")))
+
+
+CHEAP = MeasureConfig(target_round_s=0.002, rounds=2, budget_s=0.02)  # a test needs order, not precision
+
+
+def measure(sb, program, problem):
+    return measure_one(sb, program, problem, config=CHEAP)
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, time_limit_s=5.0)) as sandbox:
+        yield sandbox
+
+
+def test_module_level_work_is_part_of_the_program(sb):
+    """The issue's example: the loop and the list at import time are measured like the same work in the
+    function (the old per-test times saw ~0 s and 4 KiB for the import-time variant)."""
+    trivial, at_import = measure(sb, TRIVIAL, PERIMETER), measure(sb, AT_IMPORT, PERIMETER)
+    assert trivial.ok and at_import.ok
+    assert at_import.cpu_time_s > 10 * trivial.cpu_time_s
+    assert at_import.peak_memory_bytes > 5_000_000 > 100 * trivial.peak_memory_bytes  # deterministic
+    passed = run_measured(sb, [(AT_IMPORT, PERIMETER)])[0]
+    assert passed.passed and passed.measurement is not None
+    assert passed.cpu_time_s == passed.measurement.cpu_time_s  # the whole-program number is the result's
+    assert passed.peak_memory_bytes == passed.measurement.peak_memory_bytes
+
+
+def test_the_module_level_twin_scores_no_better_than_the_in_function_one(sb):
+    inside, module = measure(sb, IN_FUNCTION, PERIMETER), measure(sb, AT_IMPORT, PERIMETER)
+    config = RewardConfig()
+    # the in-function variant runs its loop once per test (3x), the module-level one once per execution
+    assert module.peak_memory_bytes == pytest.approx(inside.peak_memory_bytes, rel=0.05)
+    a, b = Outcome(1.0, inside.cpu_time_s, inside.peak_memory_bytes), Outcome(1.0, module.cpu_time_s, module.peak_memory_bytes)
+    trivial = measure(sb, TRIVIAL, PERIMETER)
+    c = Outcome(1.0, trivial.cpu_time_s, trivial.peak_memory_bytes)
+    space = coder_group_rewards([a, b, c], config)
+    assert space[2] > space[1] and space[2] > space[0]  # the program that does no work wins, not the importer
+
+
+def test_stdio_programs_are_measured_per_test_input(sb):
+    quick = "print(sum(map(int, input().split())))\n"
+    slow = "x = sum(range(300000))\n" + quick
+    a, b = measure(sb, quick, SUM), measure(sb, slow, SUM)
+    assert a.ok and b.ok and b.cpu_time_s > 10 * a.cpu_time_s
+
+
+def test_identical_programs_get_one_measurement_and_identical_rewards(sb):
+    twin = "# the same program\n" + TRIVIAL.replace("return 4 * a", "return 4 * a   # comment") + "\n\n"
+    assert normalized_source(twin) == normalized_source(TRIVIAL)
+    execute = sandbox_executor(sb)
+    results = execute([(TRIVIAL, PERIMETER), (twin, PERIMETER), (IN_FUNCTION, PERIMETER)])
+    assert results[0].measurement is not None and results[0].measurement == results[1].measurement
+    assert results[0] is results[1]  # run once, shared
+    outcomes = [Outcome.from_execution(r) for r in results]
+    rewards = coder_group_rewards(outcomes, RewardConfig())
+    assert rewards[0] == rewards[1] > rewards[2]
+    plans = planner_group_rewards([[o] for o in outcomes], [False] * 3, RewardConfig())
+    assert plans[0] == plans[1] > plans[2]
+
+
+def test_identical_programs_across_processes_share_the_first_outcome():
+    """Two ranks measured the same program differently: within the group it is one program, one reward."""
+    problems = {"p": PERIMETER}
+    program = f"Here:\n```python\n{TRIVIAL}```"
+
+    def execute(jobs):  # what two differently loaded ranks could report for one program
+        from corecode.types import ExecutionResult, Measurement, Status, TestResult
+        out = []
+        for i, _ in enumerate(jobs):
+            m = Measurement(cpu_time_s=1e-6 * (1 + i), peak_memory_bytes=500 + 100 * i)
+            out.append(ExecutionResult(tests=(TestResult(0, Status.PASSED),), n_tests=1, measurement=m))
+        return out
+
+    got = CoderReward(problems, execute, GroupLayout(num_generations=2))(["q", "q"], [program, program], ["p", "p"])
+    assert got[0] == got[1]
+    plan = "1. Input-Output Definition: a\n2. Linear Progression: b\n3. Conditional Logic: c\n4. Iteration: d\n"
+    planner = PlannerReward(problems, lambda plans, probs: [[program, program] for _ in plans], execute,
+                            GroupLayout(num_generations=2))
+    got = planner(["q", "q"], [plan, plan + " "], ["p", "p"])
+    assert got[0] == got[1]
+
+
+def test_results_that_change_between_repetitions_get_no_efficiency_credit(sb):
+    problem = Problem(id="r", source="toy", statement="", entry_point="f", tests=(CallTest("f", (1,), 1),))
+    m = measure(sb, "import random\ndef f(x):\n    return random.random()\n", problem)
+    assert not m.ok and "changed" in m.detail
+    assert m.cpu_time_s == 5.0 and m.peak_memory_bytes == 1024 << 20  # charged the limits
+
+
+def test_state_stashed_between_executions_is_removed(sb):
+    """A program that keeps its answer in sys (or builtins) for the next execution recomputes it every time."""
+    honest = ("def square_perimeter(a):\n    s = 0\n    for i in range(300000):\n        s += 1\n"
+              "    return 4 * a\n")
+    stash = ("import sys, builtins\ndef square_perimeter(a):\n    if hasattr(sys, 'memo_' + str(a)):\n"
+             "        return getattr(sys, 'memo_' + str(a))\n    s = 0\n    for i in range(300000):\n        s += 1\n"
+             "    setattr(sys, 'memo_' + str(a), 4 * a)\n    builtins.stash = 1\n    return 4 * a\n")
+    a, b = measure(sb, honest, PERIMETER), measure(sb, stash, PERIMETER)
+    assert a.ok and b.ok and b.cpu_time_s > a.cpu_time_s / 10
+
+
+def test_a_program_cannot_reset_the_memory_peak_it_is_measured_by(sb):
+    cheat = ("import tracemalloc\ndef square_perimeter(a):\n    big = list(range(300000))\n    del big\n"
+             "    tracemalloc.reset_peak()\n    tracemalloc.stop()\n    return 4 * a\n")
+    m, trivial = measure(sb, cheat, PERIMETER), measure(sb, TRIVIAL, PERIMETER)
+    assert m.ok and m.peak_memory_bytes > 5_000_000 > 100 * trivial.peak_memory_bytes
+
+
+def test_ties_inside_the_band_and_order_outside_it():
+    assert tie_resolve([1.0, 1.05, 2.0, 2.15, 2.3], 0.10) == [1.0, 1.0, 2.0, 2.0, 2.3]
+    assert tie_resolve([3, 3, 3], 0.0) == [3, 3, 3]
+    assert snap(1.07, [1.0, 2.0], 0.10) == 1.0 and snap(1.5, [1.0, 2.0], 0.10) == 1.5
+    config = RewardConfig()
+    # stage 1: two programs 5 % apart tie exactly; a 2x slower one scores lower
+    plans = [[Outcome(1.0, 1.00e-5)], [Outcome(1.0, 1.05e-5)], [Outcome(1.0, 2.0e-5)]]
+    r = planner_group_rewards(plans, [False] * 3, config)
+    assert r[0] == r[1] > r[2]
+    # stage 2: memories 3 % apart tie exactly; twice the memory scores lower
+    r = coder_group_rewards([Outcome(1.0, 0, 1000), Outcome(1.0, 0, 1030), Outcome(1.0, 0, 2000)], config)
+    assert r[0] == r[1] > r[2]
+    # no band: the old behaviour (every difference counts)
+    strict = config.replace(time_tie_band=0.0, memory_tie_band=0.0)
+    assert len(set(planner_group_rewards(plans, [False] * 3, strict))) == 3
+
+
+def test_with_two_programs_per_plan_sigmoid_weighting_is_softmax_at_twice_tau():
+    config = RewardConfig(tau=0.25, lambda_time=0.0)
+    plans = [[Outcome(1.0), Outcome(0.25)], [Outcome(0.5), Outcome(0.0)]]
+    sig = planner_group_rewards(plans, [False, False], config)
+    soft = planner_group_rewards(plans, [False, False], config.replace(aggregation="softmax", softmax_temperature=0.5))
+    assert sig == pytest.approx(soft, abs=1e-12)
