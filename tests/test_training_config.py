@@ -76,3 +76,17 @@ def test_cli_prints_the_resolved_config(capsys):
     assert main(["train", "--preset", "cpu-smoke", "max_steps=9", "--print-config"]) == 0
     assert '"max_steps": 9' in capsys.readouterr().out
     assert main(["train"]) == 2  # neither a file nor a preset: a clean error, not a traceback
+
+
+def test_training_refuses_a_trl_that_scores_sandbox_failures_as_zero():
+    """trl 1.5.1's GRPOTrainer nansums an all-None row to reward 0; 1.6.0 first leaves it out of the group
+    (checked in both wheels). The pin and the start-up check say the same."""
+    from corecode.errors import TrainingError
+    from corecode.training.grpo import MIN_TRL, require_trl
+
+    assert MIN_TRL == (1, 6, 0)
+    with pytest.raises(TrainingError, match=r"trl 1\.5\.1 is too old.*>= 1\.6\.0"):
+        require_trl("1.5.1")
+    require_trl("1.6.0")
+    require_trl("1.16.0")
+    assert '"trl>=1.6.0"' in (REPO / "pyproject.toml").read_text()

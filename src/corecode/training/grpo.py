@@ -13,7 +13,7 @@ from corecode.training.config import TrainConfig
 from corecode.training.models import distributed_state
 from corecode.types import Problem
 
-__all__ = ["open_sandbox", "grpo_args", "group_layout", "build_trainer", "train_with_resume", "save_final", "last_checkpoint",
+__all__ = ["require_trl", "MIN_TRL", "open_sandbox", "grpo_args", "group_layout", "build_trainer", "train_with_resume", "save_final", "last_checkpoint",
            "stage_reference_times"]
 
 # TrainConfig fields that are GRPOConfig fields of the same name and meaning
@@ -22,6 +22,29 @@ _SAME_NAME = (
     "epsilon", "epsilon_high", "temperature", "top_p", "max_completion_length", "max_steps", "num_train_epochs",
     "save_steps", "logging_steps", "scale_rewards", "loss_type", "bf16", "seed", "log_completions",
 )
+
+
+# The first TRL release in which a row whose every reward is None is left out of its group's mean and std
+# and gets zero advantage (GRPOTrainer's ``unscorable_mask``, huggingface/trl#5902): checked in the wheels,
+# 1.5.1 lacks it and 1.6.0 has it. Before, nansum turned such a row into reward 0, so a program the sandbox
+# failed to run would count as a wrong one. pyproject.toml pins the same lower bound.
+MIN_TRL = (1, 6, 0)
+
+
+def require_trl(version: str | None = None) -> None:
+    """Refuse to train with a TRL that would score sandbox failures (``None`` rewards) as 0."""
+    from packaging.version import Version  # a dependency of transformers
+
+    if version is None:
+        import trl
+
+        version = trl.__version__
+    if Version(version).release < MIN_TRL:
+        raise TrainingError(
+            f"trl {version} is too old: corecode needs trl >= {'.'.join(map(str, MIN_TRL))}, the first release that "
+            "leaves a completion whose reward is None (a program the sandbox failed to run) out of its group "
+            "instead of scoring it 0; pip install -c constraints.txt -e '.[train]'"
+        )
 
 
 def open_sandbox(config: TrainConfig):
@@ -33,6 +56,7 @@ def open_sandbox(config: TrainConfig):
 
 def grpo_args(config: TrainConfig, stage_dir: Path):
     """TRL's GRPOConfig for one stage; ``config.grpo`` entries override or extend ours."""
+    require_trl()
     from trl import GRPOConfig
 
     values: dict[str, Any] = {name: getattr(config, name) for name in _SAME_NAME}
