@@ -371,6 +371,10 @@ def _fork_measure(ctx: dict, payload: tuple, cpu_cap: float) -> dict:
     out_fd, err_fd, in_fd = _run._memfd("stdout"), _run._memfd("stderr"), _run._memfd("stdin")
     base = _run._rss()
     exit_now = os._exit
+    meter = ctx.get("meter")  # the job's cgroups, when the worker has them: CPU of the whole process tree
+    if meter is not None:
+        meter.start()
+        c0 = meter.cpu()
     pid = os.fork()
     if pid == 0:
         try:
@@ -381,17 +385,22 @@ def _fork_measure(ctx: dict, payload: tuple, cpu_cap: float) -> dict:
         finally:
             exit_now(1)
     os.close(result_w)
+    if meter is not None:
+        meter.watch(pid)
     frames = _run.Frames(nonce, limits["output"])
     try:
-        killed = _run._watch(pid, result_r, out_fd, frames, limits, [cpu_cap])
+        killed = _run._watch(pid, result_r, out_fd, frames, limits, [cpu_cap], meter)
     finally:
         _, status, usage = os.wait4(pid, 0)
+    child_cpu = usage.ru_utime + usage.ru_stime
+    if meter is not None:
+        child_cpu = max(child_cpu, meter.cpu() - c0)
     ctx["sweep"]()
     stderr = _run._read_capped(err_fd, 2000)
     for fd in (result_r, out_fd, err_fd, in_fd):
         os.close(fd)
     return {"frames": frames.items, "corrupt": frames.corrupt, "killed": killed,
-            "exit": os.waitstatus_to_exitcode(status), "child_cpu": usage.ru_utime + usage.ru_stime,
+            "exit": os.waitstatus_to_exitcode(status), "child_cpu": child_cpu,
             "rss_peak": max(0, usage.ru_maxrss * 1024 - base), "stderr": stderr.decode("utf-8", "replace")}
 
 
