@@ -59,3 +59,45 @@ def test_load_problems_checks_ids():
         "digit-3", "digit-5"]
     with pytest.raises(ConfigError, match="digit-4"):
         load_problems("corecode.training.toy:digit_problems", "train", ids=["digit-4"])
+
+
+@pytest.mark.parametrize("plan", ["", "  \n", "\n  1. Input-Output Definition: an int.\n\n"])
+def test_the_coder_is_trained_on_the_prompt_it_sees_at_evaluation(plan):
+    """The planner_coder pipeline (evaluation) and every training path that builds a coder_with_plan prompt
+    (stage-2 dataset rows, stage 1's frozen Coder, the validation probe) give the Coder the same messages for
+    the same plan text: an empty plan is "(no plan)" everywhere, surrounding blank lines are dropped."""
+    from corecode.pipelines import build_pipeline
+    from corecode.training.callbacks import CollaborationProbe
+    from corecode.training.partners import coder_writer
+
+    problem = digit_problems()[0]
+    coder = ScriptedBackend(lambda conversation: "```python\nreturn 3\n```")
+    build_pipeline("planner_coder", {"planner": ScriptedBackend([plan]), "coder": coder}).solve(problem)
+    evaluation = coder.calls[-1]
+
+    assert coder_rows([problem], {problem.id: plan})[0]["prompt"] == evaluation  # stage 2's dataset
+    frozen = ScriptedBackend(lambda conversation: "x")
+    coder_writer(frozen, SamplingConfig(), samples=1)([plan], [problem])  # stage 1's frozen Coder
+    assert frozen.calls == [evaluation]
+    probed = ScriptedBackend(lambda conversation: "x")
+    CollaborationProbe([problem], plans=lambda model: [plan], coder=lambda model: probed,
+                       execute=lambda jobs: [None] * len(jobs), build_program=lambda p, a: a,
+                       coder_sampling=SamplingConfig()).measure(None)
+    assert probed.calls[-1] == evaluation
+
+
+def test_stage_two_plans_are_as_long_as_the_planner_was_trained_to_write(tmp_path, monkeypatch):
+    """Stage 1 trains the Planner to write up to max_completion_length tokens; stage 2 must not cut its
+    plans at partner_max_tokens (the frozen partners' cap), or the Coder trains on truncated plans."""
+    from corecode.training import stage2
+    from corecode.training.config import TrainConfig
+
+    planner = ScriptedBackend(lambda conversation: LONG)
+    seen = []
+    original = planner.generate
+    monkeypatch.setattr(planner, "generate", lambda convs, sampling, n=1: seen.append(sampling) or original(convs, sampling, n))
+    monkeypatch.setattr(stage2, "partner_backend", lambda spec, source, bf16: planner)
+    config = TrainConfig(max_completion_length=2048, partner_max_tokens=1024, planner_backend="served-planner")
+    plans = stage2.stage2_plans(config, "unused", digit_problems()[:2], tmp_path)
+    assert set(plans.values()) == {LONG}
+    assert [s.max_tokens for s in seen] == [2048]

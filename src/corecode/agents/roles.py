@@ -22,7 +22,7 @@ from corecode.agents.view import TaskView, format_problem, io_instructions, test
 from corecode.backends.base import Backend, Completion, SamplingConfig
 from corecode.errors import BackendError
 
-__all__ = ["Role", "ROLES", "AgentCall", "Agent", "role_variables", "render_prompt"]
+__all__ = ["Role", "ROLES", "AgentCall", "Agent", "role_variables", "render_prompt", "shown_plan", "NO_PLAN"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,19 @@ ROLES: dict[str, Role] = {
         Role("test_writer", "test_writer", tests=True, description="writes unit tests for the problem"),
     )
 }
+
+
+NO_PLAN = "(no plan)"
+
+
+def shown_plan(plan: str) -> str:
+    """The plan text the Coder's prompt gets: stripped, and ``NO_PLAN`` when nothing is left.
+
+    The one place that decides it, used by the planner_coder pipeline at evaluation and by every training
+    stage that builds a ``coder_with_plan`` prompt, so that the Coder is trained on exactly the prompts it
+    will see at evaluation.
+    """
+    return plan.strip() or NO_PLAN
 
 
 def role_variables(

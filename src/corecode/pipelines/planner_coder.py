@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from corecode.agents import AgentCall, TaskView
+from corecode.agents import AgentCall, TaskView, shown_plan
 from corecode.pipelines.base import Pipeline, PublicTestRunner, Solution
 
 __all__ = ["PlannerCoder", "TwoStage"]
@@ -32,7 +32,7 @@ class TwoStage(Pipeline):
 
     def code_from_plans(self, view: TaskView, plans: Sequence[AgentCall]) -> list[Solution]:
         """One program per plan (a batched Coder call); each solution's trace is [plan call, code call]."""
-        requests = [(view, {"plan": plan.output.strip() or "(no plan)"}) for plan in plans]
+        requests = [(view, {"plan": shown_plan(plan.output)}) for plan in plans]
         groups = self.agents[self.code_role].call_batch(requests, n=1)
         return [
             self._solution(view, [plan, group[0]], group[0].output, plan=plan.output)

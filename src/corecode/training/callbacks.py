@@ -18,7 +18,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from corecode.agents import TaskView, render_prompt
+from corecode.agents import TaskView, render_prompt, shown_plan
 from corecode.backends import Backend, SamplingConfig
 from corecode.metrics.bootstrap import bootstrap_mean, paired_bootstrap
 from corecode.metrics.collaboration import collaboration_gain
@@ -56,7 +56,7 @@ class CollaborationProbe:
         reuse = self.fixed_alone and self._alone is not None
         conversations = [] if reuse else [render_prompt("coder", v) for v in views]
         if plans is not None:
-            conversations += [render_prompt("coder_with_plan", v, plan=plan) for v, plan in zip(views, plans)]
+            conversations += [render_prompt("coder_with_plan", v, plan=shown_plan(plan)) for v, plan in zip(views, plans)]
         answers = [group[0].text for group in coder.generate(conversations, self.coder_sampling)]
         problems = list(self.problems) * (len(conversations) // len(self.problems))
         results = self.execute([(self.build_program(p, a), p) for a, p in zip(answers, problems)])

@@ -116,7 +116,11 @@ class TrainConfig:
     bf16: bool = field(default=False, metadata=_h("bfloat16 weights and autocast (GPU and modern CPUs)"))
     # partner sampling
     coder_temperature: float = field(default=1.0, metadata=_h("frozen Coder temperature in stage 1 (paper 1.0)"))
-    partner_max_tokens: int = field(default=1024, metadata=_h("max tokens of the frozen partner's answers"))
+    partner_max_tokens: int = field(
+        default=1024,
+        metadata=_h("max tokens of the frozen Coder's programs in stage 1 (and of the debugger and retrieval stages' "
+                    "partners); stage 2's plans are written up to max_completion_length, as the Planner was trained"),
+    )
     plan_min_chars: int = field(default=50, metadata=_h("stage 2 regenerates plans shorter than this"))
     plan_attempts: int = field(default=3, metadata=_h("tries to get a plan of plan_min_chars"))
     debug_attempts: int = field(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corecode.agents import TaskView, render_prompt
+from corecode.agents import TaskView, render_prompt, shown_plan
 from corecode.errors import ConfigError
 from corecode.registry import import_path
 from corecode.types import Problem
@@ -91,7 +91,8 @@ def coder_rows(problems: Sequence[Problem], plans: Mapping[str, str] | None) -> 
     rows = []
     for p in problems:
         view = TaskView.from_problem(p)
-        prompt = render_prompt("coder", view) if plans is None else render_prompt("coder_with_plan", view, plan=plans[p.id])
+        prompt = (render_prompt("coder", view) if plans is None
+                  else render_prompt("coder_with_plan", view, plan=shown_plan(plans[p.id])))
         rows.append({"prompt": prompt, "problem_id": p.id})
     return rows
 

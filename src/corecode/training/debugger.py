@@ -30,7 +30,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from corecode.agents import TaskView, render_prompt
+from corecode.agents import TaskView, render_prompt, shown_plan
 from corecode.backends import Backend, SamplingConfig
 from corecode.errors import TrainingError
 from corecode.metrics.collaboration import collaboration_gain
@@ -223,7 +223,7 @@ class DebugProbe:
 def _coder_prompt(problem: Problem, plans: Mapping[str, str] | None) -> list[dict[str, str]]:
     view = TaskView.from_problem(problem)
     if plans and problem.id in plans:
-        return render_prompt("coder_with_plan", view, plan=plans[problem.id])
+        return render_prompt("coder_with_plan", view, plan=shown_plan(plans[problem.id]))
     return render_prompt("coder", view)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from corecode.agents import TaskView, render_prompt
+from corecode.agents import TaskView, render_prompt, shown_plan
 from corecode.backends import Backend, SamplingConfig, load_backend
 from corecode.backends.transformers_backend import TransformersBackend, TransformersConfig
 from corecode.errors import TrainingError
@@ -69,7 +69,8 @@ def coder_writer(backend: Backend, sampling: SamplingConfig, samples: int):
 
     def write(plans: Sequence[str], problems: Sequence[Problem]) -> list[list[str]]:
         conversations = [
-            render_prompt("coder_with_plan", TaskView.from_problem(p), plan=plan) for plan, p in zip(plans, problems)
+            render_prompt("coder_with_plan", TaskView.from_problem(p), plan=shown_plan(plan))
+            for plan, p in zip(plans, problems)
         ]
         groups = backend.generate(conversations, sampling, n=samples)
         return [[c.text for c in group] for group in groups]

@@ -42,7 +42,8 @@ def stage2_plans(
         return cache.ensure(problems, None, None)  # type: ignore[arg-type]  # nothing to generate
     planner = partner_backend(config.planner_backend, planner_source, config.bf16)
     try:
-        sampling = SamplingConfig(temperature=1.0, top_p=config.top_p, max_tokens=config.partner_max_tokens)
+        # the length the Planner was trained to write (stage 1's max_completion_length), not the partners' cap
+        sampling = SamplingConfig(temperature=1.0, top_p=config.top_p, max_tokens=config.max_completion_length)
         return cache.ensure(problems, planner, sampling)
     finally:
         planner.close()
