@@ -36,17 +36,22 @@ def test_check_scores_both_conventions_and_keeps_fields(tmp_path, humaneval, cap
     assert [r["model"] for r in results] == [r["model"] for r in rows]
     assert [r["passed"] for r in results] == [True, True, False] * 3
     assert results[2]["seed"] == 3 and results[2]["status"] == "wrong_answer"
+    # whole-program CPU time and memory per sample, measured for the passing ones (as `exec --json` shows)
+    assert all(r["measured"] == r["passed"] for r in results)
+    assert all(r["cpu_time_s"] > 0 and r["peak_memory_bytes"] > 0 for r in results if r["passed"])
 
 
 def test_check_accepts_short_ids_and_rejects_unknown_ones(tmp_path, humaneval, capsys):
     problem = humaneval["HumanEval/0"]
     samples = _write(tmp_path / "s.jsonl", [{"task_id": "0", "solution": problem.reference_solutions[0]}])
     assert main(["check", str(samples), "--benchmark", "humaneval", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"pass@1": 1.0}
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["pass@1"] == 1.0 and summary["efficiency"]["n_passing"] == 1
+    assert 0 < summary["efficiency"]["cpu_time_s_median"] and 0 < summary["efficiency"]["peak_memory_mb_median"]
     mbpp = tmp_path / "mbpp.jsonl"
     _write(mbpp, [{"task_id": "Mbpp/2", "solution": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n"}])
     assert main(["check", str(mbpp), "--benchmark", "mbpp", "--json"]) == 0  # evalplus-style id
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"pass@1": 1.0}
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["pass@1"] == 1.0
     bad = _write(tmp_path / "bad.jsonl", [{"task_id": "HumanEval/0", "completion": ""}, {"task_id": "Nope/1", "completion": ""}])
     assert main(["check", str(bad), "--benchmark", "humaneval"]) == 2
     err = capsys.readouterr().err
@@ -71,7 +76,7 @@ def test_exec_with_tests_file(tmp_path, capsys):
     mbpp = tmp_path / "mbpp.jsonl"
     _write(mbpp, [{"task_id": "Mbpp/2", "solution": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n"}])
     assert main(["check", str(mbpp), "--benchmark", "mbpp", "--json"]) == 0  # evalplus-style id
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"pass@1": 1.0}
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["pass@1"] == 1.0
     bad = _write(tmp_path / "bad.jsonl", [{"kind": "stdio", "input": "1"}])
     assert main(["exec", str(program), "--tests", str(bad)]) == 2
     assert "bad.jsonl, row 1, field 'output'" in capsys.readouterr().err

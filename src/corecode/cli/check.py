@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="CPU seconds per test for every problem")
     parser.add_argument("--no-reference-timing", action="store_true",
                         help="do not derive time limits from each problem's reference solution")
+    parser.add_argument("--no-measure", action="store_true",
+                        help="skip the measurement pass (whole-program CPU time and memory of passing samples)")
     parser.add_argument("--json", action="store_true", help="print the pass@k summary as JSON")
 
 
@@ -96,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
                            reference_timing=not args.no_reference_timing)
     with Sandbox(config) as sandbox:
         results = _run_with_progress(sandbox, jobs)
+        if not args.no_measure:  # whole-program CPU time and peak memory of the passing samples
+            from corecode.sandbox import attach_measurements
+
+            results = attach_measurements(sandbox, jobs, results)
     out_path = Path(args.out) if args.out else samples_path.with_name(samples_path.stem + "_results.jsonl")
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     with out_path.open("w", encoding="utf-8") as f:
@@ -104,13 +110,19 @@ def run(args: argparse.Namespace) -> int:
             counts[problem.id][1] += int(result.passed)
             f.write(json.dumps({**sample, **_sample_result(result)}) + "\n")
     table = pass_at_k_table([tuple(v) for v in counts.values()], ks_for([tuple(v) for v in counts.values()]))
-    summary = {f"pass@{k}": value for k, value in table.items()}
+    summary: dict[str, Any] = {f"pass@{k}": value for k, value in table.items()}
+    from corecode.metrics.efficiency import efficiency, format_efficiency
+
+    eff = efficiency((r.passed, r.cpu_time_s, r.peak_memory_bytes) for r in results if r.measurement is not None)
+    summary["efficiency"] = eff.to_dict()
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"{len(samples)} samples, {len(counts)} problems; results: {out_path}")
         for name, value in summary.items():
-            print(f"{name}: {value:.4f}")
+            if name.startswith("pass@"):
+                print(f"{name}: {value:.4f}")
+        print(format_efficiency(eff) if not args.no_measure else "efficiency: not measured (--no-measure)")
     return 0
 
 
@@ -132,4 +144,8 @@ def _sample_result(result) -> dict[str, Any]:
         "n_passed": result.n_passed,
         "n_tests": result.n_tests,
         "detail": (first.detail if first else "")[:500],
+        # whole program (module-level code + every test), measured for passing samples; else per-test sums
+        "cpu_time_s": result.cpu_time_s,
+        "peak_memory_bytes": result.peak_memory_bytes,
+        "measured": result.measurement is not None,
     }

@@ -175,7 +175,7 @@ def score_samples(
     config: EvalConfig, problems: Sequence[Problem], samples: JsonlStore, files: RunFiles, *, progress: bool = True
 ) -> JsonlStore:
     """Run every unscored sample against its problem's hidden tests (``Problem.tests``) in the sandbox."""
-    from corecode.sandbox import Sandbox, SandboxConfig
+    from corecode.sandbox import Sandbox, SandboxConfig, attach_measurements
 
     results = JsonlStore.open(files.results)
     by_id = {p.id: p for p in problems}
@@ -189,7 +189,10 @@ def score_samples(
         with Sandbox(SandboxConfig(workers=config.workers)) as sandbox:
             for start in range(0, len(todo), chunk):
                 part = todo[start : start + chunk]
-                verdicts = sandbox.run_batch([(s["program"], by_id[s["task_id"]]) for s in part], tests="all")
+                jobs = [(s["program"], by_id[s["task_id"]]) for s in part]
+                verdicts = sandbox.run_batch(jobs, tests="all")
+                # passing samples: whole-program CPU time and memory, as the rewards measure them
+                verdicts = attach_measurements(sandbox, jobs, verdicts, tests="all")
                 for sample, verdict in zip(part, verdicts):
                     results.append(_result_record(sample, verdict))
                 bar.update(len(part))

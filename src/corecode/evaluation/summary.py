@@ -27,7 +27,18 @@ from corecode.metrics import (
     pass_at_k,
     runtime_error_rates,
 )
+from corecode.metrics.efficiency import format_bytes, format_seconds
 from corecode.types import Problem
+
+
+def _efficiency(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Runtime and memory of passing samples from the sandbox's whole-program measurement (``measurement``
+    in each result); results scored before that existed (no ``measurement`` key) fall back to per-test sums."""
+    measured = [r for r in results if r.get("measurement")]
+    rows = measured if measured else results
+    out = efficiency((r["passed"], r["cpu_time_s"], r["peak_memory_bytes"]) for r in rows).to_dict()
+    out["measured"] = bool(measured)
+    return out
 
 __all__ = [
     "summarize", "write_summary", "load_summary", "summary_markdown", "headline_row", "format_table", "run_label",
@@ -84,7 +95,7 @@ def summarize(
         "collaboration": _collaboration(list(auxiliary), counts, baseline),
         "failures": failure_rates(r["status"] for r in results),
         "runtime_errors": runtime_error_rates((r["status"], r.get("exception")) for r in results),
-        "efficiency": efficiency((r["passed"], r["cpu_time_s"], r["peak_memory_bytes"]) for r in results).to_dict(),
+        "efficiency": _efficiency(results),
         "intervals": summary_intervals(counts, rates),
         "complexity": _complexity(samples, results, problems),
         "cost": _cost(samples),
@@ -236,9 +247,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         parts.append("runtime errors: " + ", ".join(f"{k} {_pct(v)}" for k, v in summary["runtime_errors"].items()))
     eff = summary["efficiency"]
     if eff["n_passing"]:
+        how = "whole program, measured" if eff.get("measured", True) else "per-test sums, not measured"
         parts.append(
-            f"passing programs ({eff['n_passing']}): CPU time median {eff['cpu_time_s_median']:.3f} s, "
-            f"peak memory median {eff['peak_memory_mb_median']:.1f} MB"
+            f"passing programs ({eff['n_passing']}, {how}): CPU time median {format_seconds(eff['cpu_time_s_median'])}, "
+            f"peak memory median {format_bytes(eff['peak_memory_mb_median'] * 1e6)}"
         )
     cx = summary["complexity"]
     if cx["mean"] is not None:
