@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--public", action="store_true", help="run the problem's public tests only")
     parser.add_argument("--setup", default=None, help="file of setup code run before --tests (after the program)")
     parser.add_argument("--time-limit", type=float, default=None, help="CPU seconds per test")
+    parser.add_argument("--no-measure", action="store_true",
+                        help="skip the measurement pass (whole-program CPU time and memory of a passing program)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
@@ -73,16 +75,25 @@ def run(args: argparse.Namespace) -> int:
     config = SandboxConfig(workers=1, time_limit_s=args.time_limit)
     with Sandbox(config) as sandbox:
         if args.tests:
+            from corecode.types import Problem
+
             setup = Path(args.setup).read_text(encoding="utf-8") if args.setup else ""
-            result = sandbox.execute(program, read_tests(Path(args.tests)), setup_code=setup,
-                                     time_limit_s=args.time_limit)
+            tests = read_tests(Path(args.tests))
+            result = sandbox.execute(program, tests, setup_code=setup, time_limit_s=args.time_limit)
+            problem, which = Problem(id="exec", source="exec", statement="", tests=tuple(tests),
+                                     test_setup_code=setup), "all"
         else:
             from corecode.benchmarks import get_problem
 
             if not args.task_id:
                 raise ConfigError("--benchmark needs --task-id")
             problem = get_problem(args.benchmark, args.task_id, args.split, path=args.path)
-            result = sandbox.run(program, problem, "public" if args.public else "all")
+            which = "public" if args.public else "all"
+            result = sandbox.run(program, problem, which)
+        if result.passed and not args.no_measure:  # whole-program CPU time and memory, as the rewards see them
+            from corecode.sandbox import attach_measurements
+
+            result = attach_measurements(sandbox, [(program, problem)], [result], tests=which)[0]
         isolation = sandbox.isolation
     if args.json:
         print(json.dumps({**result.to_dict(), "isolation": isolation}))
@@ -102,6 +113,11 @@ def _print_human(result, isolation: dict) -> None:
             print("           " + t.detail.replace("\n", "\n           ")[:1000])
         if t.stderr.strip() and not t.passed:
             print("   stderr: " + t.stderr.strip().replace("\n", "\n           ")[-1000:])
+    if result.measurement is not None:
+        m = result.measurement
+        print(f"whole program (module-level code + every test): cpu {m.cpu_time_s * 1e6:.2f} us per execution "
+              f"(best of {m.rounds} rounds x {m.repetitions}), peak traced memory {m.peak_memory_bytes} bytes"
+              + ("" if m.ok else f"; NOT measured: {m.detail}"))
     active = ", ".join(k for k, v in isolation.items() if v is True) or "none"
     print(f"{result.status.value}: {result.n_passed}/{result.n_tests} tests passed "
           f"(wall {result.wall_time_s:.3f} s; isolation: {active})")
