@@ -110,6 +110,28 @@ def test_probe_measures_the_debuggers_collaboration_gain(executors, monkeypatch)
     assert len(coder.calls) == 4, "the frozen Coder's programs are generated once, not at every validation"
 
 
+def test_probe_leaves_a_problem_the_sandbox_failed_on_out_of_both_columns(executors, monkeypatch):
+    """As above, but the sandbox fails (None) on digit-3's hidden run, the one problem the Coder solved alone:
+    scored on the other three, alone 0/3 and with the debugger 2/3 (not 1/4 and 3/4: an error is no failure)."""
+    execute, execute_public = executors
+    problems = digit_debug_problems()
+    coder = ScriptedBackend(lambda conv: WRONG if "number 3" not in conv[-1]["content"] else right(conv))
+    import corecode.training.debugger as debugger_module
+
+    monkeypatch.setattr(debugger_module, "PolicyBackend", lambda model, tokenizer, name: ScriptedBackend(
+        lambda conv: "def f():\n    return 'x'\n" if "number 9" in conv[-1]["content"] else right(conv)))
+    from corecode.backends import SamplingConfig
+    from corecode.rewards.trl_rewards import program_for
+
+    def flaky(jobs):
+        return [None if p.id == "digit-3" else r for (_, p), r in zip(jobs, execute(jobs))]
+
+    row = DebugProbe(problems, coder, flaky, execute_public, program_for, SamplingConfig(temperature=0.0),
+                     SamplingConfig(temperature=0.0)).measure(model=None)
+    assert row["pass1_alone"] == 0.0 and row["pass1_with"] == pytest.approx(2 / 3)
+    assert row["sandbox_errors"] == 1 and row["unscored_problems"] == 1
+
+
 def test_debugger_stage_trains_logs_true_rewards_and_reuses_its_cases(tmp_path, monkeypatch):
     from corecode.rewards import Outcome, coder_group_rewards
     from corecode.training import load_config, preset_path, run_training

@@ -101,3 +101,25 @@ def test_stage_two_plans_are_as_long_as_the_planner_was_trained_to_write(tmp_pat
     plans = stage2.stage2_plans(config, "unused", digit_problems()[:2], tmp_path)
     assert set(plans.values()) == {LONG}
     assert [s.max_tokens for s in seen] == [2048]
+
+
+def test_the_validation_probe_leaves_sandbox_errors_out_instead_of_counting_them_failed():
+    """4 problems; every program passes, except that the sandbox fails (None) on problem 1's program with the
+    plan and on problem 2's alone. Those two problems are left out of both columns (CG stays paired):
+    pass@1 alone = with = 2/2, CG 0. Counting the errors as failures would give 3/4 and 3/4."""
+    from corecode.training.callbacks import CollaborationProbe
+    from corecode.types import ExecutionResult, Status, TestResult
+
+    problems = digit_problems()[:4]
+    ok = ExecutionResult(tests=(TestResult(0, Status.PASSED),), n_tests=1)
+    broken = {("with", problems[1].id), ("alone", problems[2].id)}
+
+    def execute(jobs):
+        return [None if (("with" if "PLAN" in prog else "alone"), p.id) in broken else ok for prog, p in jobs]
+
+    coder = ScriptedBackend(lambda conversation: "PLAN" if "Plan (the Algorithmic" in conversation[-1]["content"] else "x")
+    row = CollaborationProbe(problems, plans=lambda model: ["a plan"] * 4, coder=lambda model: coder, execute=execute,
+                             build_program=lambda p, a: a, coder_sampling=SamplingConfig()).measure(None)
+    assert row["pass1_alone"] == 1.0 and row["pass1_with"] == 1.0 and row["cg_points"] == 0.0
+    assert row["sandbox_errors"] == 2 and row["unscored_problems"] == 2 and row["n_problems"] == 2
+    assert set(row["per_problem"]) == {problems[0].id, problems[3].id}

@@ -47,7 +47,7 @@ class CollaborationProbe:
     check_plan_format: bool = True  # plan_format_ok (the Algorithmic Thought's parts); off for other plan kinds
     # the Coder is frozen and greedy (stage 1): its programs alone are measured once and reused
     fixed_alone: bool = False
-    _alone: tuple[list[bool], int] | None = field(default=None, init=False, repr=False)
+    _alone: list[bool | None] | None = field(default=None, init=False, repr=False)
 
     def measure(self, model: Any) -> dict[str, Any]:
         views = [TaskView.from_problem(p) for p in self.problems]
@@ -61,17 +61,27 @@ class CollaborationProbe:
         problems = list(self.problems) * (len(conversations) // len(self.problems))
         results = self.execute([(self.build_program(p, a), p) for a, p in zip(answers, problems)])
         n = len(self.problems)
-        passed = [bool(r is not None and r.passed) for r in results]
-        errors = sum(r is None for r in results)
+        # None: the sandbox failed on our side. Not a failure of the Coder: such a problem is left out of
+        # pass@1 and CG (of both columns, so that CG stays a paired comparison on the same problems)
+        outcome = [None if r is None else bool(r.passed) for r in results]
         if reuse:
-            alone, alone_errors = self._alone  # type: ignore[misc]
-            passed, errors = alone + passed, errors + alone_errors
+            outcome = self._alone + outcome  # type: ignore[operator]
         elif self.fixed_alone:
-            self._alone = (passed[:n], sum(r is None for r in results[:n]))
-        row: dict[str, Any] = {"pass1_alone": sum(passed[:n]) / n, "sandbox_errors": errors}
-        row.update(_intervals([p.id for p in self.problems], passed[:n], passed[n:] if plans is not None else None))
+            self._alone = outcome[:n]
+        with_plans = outcome[n:] if plans is not None else [False] * n
+        scored = [i for i in range(n) if outcome[i] is not None and with_plans[i] is not None]
+        alone = [bool(outcome[i]) for i in scored]
+        row: dict[str, Any] = {
+            "pass1_alone": sum(alone) / len(scored) if scored else None,
+            "sandbox_errors": sum(o is None for o in outcome),
+            "unscored_problems": n - len(scored),
+        }
+        if not scored:
+            return row
+        passed_with = [bool(with_plans[i]) for i in scored] if plans is not None else None
+        row.update(_intervals([self.problems[i].id for i in scored], alone, passed_with))
         if plans is not None:
-            row.update(collaboration_gain(sum(passed[n:]) / n, row["pass1_alone"]).to_dict())
+            row.update(collaboration_gain(sum(passed_with) / len(scored), row["pass1_alone"]).to_dict())
             row["plan_chars_mean"] = sum(len(p) for p in plans) / n
             if self.check_plan_format:
                 row["plan_format_ok"] = sum(not plan_format_misses(p) for p in plans) / n

@@ -213,11 +213,15 @@ class DebugProbe:
             for i, fp, fh in zip(failing, fixed_public, fixed_hidden):
                 if fp is not None and fp.pass_rate >= public[i].pass_rate:
                     final[i] = fh
-        n = len(self.problems)
-        alone = sum(bool(r is not None and r.passed) for r in hidden) / n
-        with_debugger = sum(bool(r is not None and r.passed) for r in final) / n
-        return {"pass1_alone": alone, **collaboration_gain(with_debugger, alone).to_dict(),
-                "debugged": len(failing), "sandbox_errors": sum(r is None for r in hidden)}
+        # a sandbox failure (None) is not the Coder's or the Debugger's: that problem is left out of both
+        scored = [i for i, (h, f) in enumerate(zip(hidden, final)) if h is not None and f is not None]
+        row: dict[str, Any] = {"debugged": len(failing), "unscored_problems": len(self.problems) - len(scored),
+                               "sandbox_errors": sum(r is None for r in hidden)}
+        if not scored:
+            return {"pass1_alone": None, **row}
+        alone = sum(hidden[i].passed for i in scored) / len(scored)
+        with_debugger = sum(final[i].passed for i in scored) / len(scored)
+        return {"pass1_alone": alone, **collaboration_gain(with_debugger, alone).to_dict(), **row}
 
 
 def _coder_prompt(problem: Problem, plans: Mapping[str, str] | None) -> list[dict[str, str]]:
