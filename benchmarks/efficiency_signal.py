@@ -99,6 +99,7 @@ def main() -> int:
                 old_correct = 0
                 ratios = []
                 rows = []
+                per_task: dict[str, list[float]] = {}
                 for bench, task, good, bad in (p for p in pairs if ok(p)):
                     for _ in range(args.trials):
                         mg, mb = measured(good, task), measured(bad, task)
@@ -115,6 +116,7 @@ def main() -> int:
                         old_correct += so[0] > so[1]
                         index = 0 if label == "time" else 1
                         ratios.append(b[index] / max(a[index], 1e-12))
+                        per_task.setdefault(task, []).append(ratios[-1])
                         rows.append({"task": task, "good": a, "bad": b, "reward_good": rg, "reward_bad": rb})
                 n_pairs = len([p for p in pairs if ok(p)])
                 summary = {"pairs": n_pairs, "comparisons": total, "rank_accuracy": correct / total,
@@ -125,6 +127,11 @@ def main() -> int:
                       f"old measure (per-test times, 1 ms / 64 KiB floors, no ties): "
                       f"{100 * old_correct / total:.1f}%; measured ratio min {min(ratios):.2f}x, "
                       f"median {statistics.median(ratios):.1f}x")
+                small = {t: statistics.median(r) for t, r in per_task.items() if statistics.median(r) < 2.0}
+                summary["pairs_below_2x"] = small
+                if small:
+                    print("   pairs whose measured ratio is below 2x on these tests: "
+                          + ", ".join(f"{t} {r:.2f}x" for t, r in sorted(small.items())))
                 for row in rows:
                     if not row["reward_good"] > row["reward_bad"]:
                         print(f"   misranked/tied: {row['task']} good={row['good']} bad={row['bad']}")
