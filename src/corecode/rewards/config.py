@@ -42,7 +42,8 @@ class RewardConfig:
     )
     aggregation: str = field(
         default="sigmoid",
-        metadata={"help": "how a plan's M program qualities become R_plan: sigmoid | softmax | mean | max"},
+        metadata={"help": "how a plan's M program qualities become R_plan: sigmoid | softmax | mean | max "
+                  "(with M = 2, sigmoid equals softmax at T = 2 tau: compare aggregations with M >= 3)"},
     )
     tau: float = field(
         default=0.25, metadata={"help": "temperature of the sigmoid weighting sigmoid((q_i - mean(q)) / tau)"}
