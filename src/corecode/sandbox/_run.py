@@ -523,7 +523,9 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
         program = _start_program(ctx, public)
     ev_r, ev_w = os.pipe2(os.O_CLOEXEC)
     ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
-    reply_fd = _memfd("reply")
+    reply_fd = judge["reply_fd"]  # one per worker, emptied before and after each job
+    os.ftruncate(reply_fd, 0)
+    os.lseek(reply_fd, 0, os.SEEK_SET)  # the judge writes through the shared file offset
     job = {"reply_fd": reply_fd, "public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0, "ev_w": ev_w,
            "ack_r": ack_r, "req_w": program["req_w"] if program else -1, "rep_r": program["rep_r"] if program else -1,
            "out_fd": program["out_fd"] if program else -1, "err_fd": program["err_fd"] if program else -1, **judge}
@@ -565,7 +567,7 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
                 offset += os.sendfile(judge["ctl_out"], reply_fd, offset, size - offset)
             return
     finally:
-        os.close(reply_fd)
+        os.ftruncate(reply_fd, 0)
     if not state["secret"]:
         judge["recv"](judge["ctl_in"])  # keep the protocol in step
     if state["killed"]:

@@ -81,6 +81,7 @@ class Worker:
         info["pids_cgroup"] = bool(setup.get("cgroup"))
         info["job_cgroup"] = bool(meter_fds)
         self.meter = _run.Meter(meter_fds)
+        self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
         # Jobs drop root only inside the isolated filesystem, where the interpreter is reachable for them.
         info["uid_drop"] = self.as_root and bool(info.get("readonly_fs"))
         self.info = info
@@ -148,7 +149,8 @@ class Worker:
     def serve_one(self, public: dict) -> None:
         """Run all children of a job; its judge process reads the secret part and replies to the harness."""
         self.jobdir = os.path.join(self.scratch, "job")
-        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send}
+        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
+                 "reply_fd": self.reply_fd}
         try:
             os.mkdir(self.jobdir, 0o700)
             if self.info["uid_drop"]:
