@@ -123,3 +123,42 @@ def test_the_validation_probe_leaves_sandbox_errors_out_instead_of_counting_them
     assert row["pass1_alone"] == 1.0 and row["pass1_with"] == 1.0 and row["cg_points"] == 0.0
     assert row["sandbox_errors"] == 2 and row["unscored_problems"] == 2 and row["n_problems"] == 2
     assert set(row["per_problem"]) == {problems[0].id, problems[3].id}
+
+
+class _Processes:
+    """What distributed_state() says in a multi-process run (only what the code under test reads)."""
+
+    num_processes, process_index, is_main_process = 2, 0, True
+
+
+def test_a_multi_process_run_never_writes_stage_two_plans(tmp_path, monkeypatch):
+    """Rank 0 writing every plan with an in-process 7B model while the other ranks wait at a barrier outlasts
+    the process group's timeout: a multi-process run refuses before any barrier, naming prepare_only; with the
+    plans cached (prepare_only on one process) it reads them and loads no Planner."""
+    from corecode.errors import TrainingError
+    from corecode.training import stage2
+    from corecode.training.config import TrainConfig
+
+    problems = digit_problems()[:2]
+    monkeypatch.setattr(stage2, "distributed_state", lambda: _Processes())
+    monkeypatch.setattr(stage2, "partner_backend", lambda *a: pytest.fail("no Planner may be loaded"))
+    config = TrainConfig()
+    with pytest.raises(TrainingError, match=r"2 of the 2 stage-2 plans .*prepare_only=true"):
+        stage2.require_cached_plans(config, "planner-ckpt", problems, tmp_path)
+    with pytest.raises(TrainingError, match="multi-process run does not write them"):
+        stage2.stage2_plans(config, "planner-ckpt", problems, tmp_path)
+    PlanCache(tmp_path, checkpoint_hash("planner-ckpt")).ensure(problems, ScriptedBackend([LONG, LONG]), SamplingConfig())
+    stage2.require_cached_plans(config, "planner-ckpt", problems, tmp_path)
+    assert stage2.stage2_plans(config, "planner-ckpt", problems, tmp_path) == {p.id: LONG for p in problems}
+    stage2.require_cached_plans(config.replace(use_plans=False), "other", problems, tmp_path)  # plain GRPO: no plans
+
+
+def test_a_multi_process_stage_both_is_refused_before_stage_one(tmp_path, monkeypatch):
+    """stage=both would stop at stage 2 after hours of stage 1: refused at the start, with the three commands."""
+    from corecode.training import load_config, preset_path, runner
+
+    monkeypatch.setattr(runner, "distributed_state", lambda: _Processes())
+    config = load_config(preset_path("cpu-smoke"), [f"output_dir={tmp_path}", "validation_limit=0"])
+    with pytest.raises(ConfigError, match=r"stage=both in a multi-process run.*stage=planner"):
+        runner.run_training(config)
+    assert not (tmp_path / "round1").exists()

@@ -43,8 +43,8 @@ class TrainConfig:
     prepare_only: bool = field(
         default=False,
         metadata=_h("stage=coder / debugger: write the plan and debugging-case caches, then stop without training. "
-                    "Run it once on one process before a multi-process run: otherwise the other ranks wait at a "
-                    "barrier while rank 0 generates, and a long generation exceeds the process-group timeout"),
+                    "Run it once on one process before a multi-process run: a multi-process run refuses to write "
+                    "stage-2 plans (the other ranks would wait at a barrier past the process-group timeout)"),
     )
     resume: bool = field(default=True, metadata=_h("skip finished stages and resume from the last checkpoint"))
     seed: int = field(default=0, metadata=_h("seed of TRL's sampler and of torch"))

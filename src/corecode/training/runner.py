@@ -58,6 +58,14 @@ def run_training(config: TrainConfig) -> dict[str, str]:
             "the validation probe samples the policy on one process, which deadlocks sharded (ZeRO-3 / FSDP) "
             "runs: set validation_limit=0 for multi-process training and evaluate the checkpoints with corecode eval"
         )
+    if state.num_processes > 1 and config.stage == "both" and config.use_plans:
+        raise ConfigError(
+            "stage=both in a multi-process run would stop at stage 2: its plans come from the stage-1 Planner and "
+            "must be written on one process first (a multi-process run never writes them; the other ranks would "
+            "wait at a barrier past the process group's timeout). Run the stages as three commands: stage=planner "
+            "(multi-process); stage=coder planner_model=OUTPUT_DIR/round1/planner/final prepare_only=true (one "
+            "process); stage=coder with the same planner_model (multi-process). See docs/training.md"
+        )
     with state.main_process_first():  # one process builds / converts the models, the others reuse them
         planner = resolve_model(config.planner_model, config.seed)
         coder = resolve_model(config.coder_model, config.seed)
@@ -94,9 +102,10 @@ def _run_auxiliary_stage(config: TrainConfig, init: str, planner: str, coder: st
         return str(run_retrieval_stage(config, out / "retrieval", init, coder, problems, validation))
 
     from corecode.training.debugger import run_debugger_stage
-    from corecode.training.stage2 import stage2_plans
+    from corecode.training.stage2 import require_cached_plans, stage2_plans
 
     unique = unique_problems(problems, validation)
+    require_cached_plans(config, planner, unique, out / "plans")  # every rank, before the barrier
     with distributed_state().main_process_first():
         plans = stage2_plans(config, planner, unique, out / "plans")
     return str(run_debugger_stage(config, out / "debugger", init, coder, problems, validation, out / "debug_cases", plans))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from corecode.backends import SamplingConfig
+from corecode.errors import TrainingError
 from corecode.rewards import CoderReward, ExecutionLog, sandbox_executor
 from corecode.rewards.trl_rewards import PROGRAM_BUILDERS
 from corecode.training.callbacks import CollaborationProbe, MetricsCallback, ValidationCallback
@@ -27,7 +28,34 @@ from corecode.training.models import distributed_state, load_policy
 from corecode.training.partners import PlanCache, PolicyBackend, checkpoint_hash, partner_backend
 from corecode.types import Problem
 
-__all__ = ["run_coder_stage", "stage2_plans"]
+__all__ = ["run_coder_stage", "stage2_plans", "require_cached_plans"]
+
+
+def _plan_cache(config: TrainConfig, planner_source: str, plans_dir: Path) -> PlanCache:
+    key_source = config.planner_backend or planner_source
+    return PlanCache(plans_dir, checkpoint_hash(key_source), config.plan_min_chars, config.plan_attempts)
+
+
+def require_cached_plans(config: TrainConfig, planner_source: str, problems: list[Problem], plans_dir: Path) -> None:
+    """A multi-process run never writes stage-2 plans: refuse it when the cache lacks some.
+
+    Rank 0 would write every plan while the other ranks wait at a barrier: hours for a 7B Planner in-process,
+    past the process group's timeout. Every rank checks the cache itself (before any barrier), so all stop
+    together with the recipe: write the plans on one process first (``prepare_only=true``).
+    """
+    if not config.use_plans or distributed_state().num_processes == 1:
+        return
+    cache = _plan_cache(config, planner_source, plans_dir)
+    missing = {p.id for p in problems} - set(cache.load())
+    if missing:
+        raise TrainingError(
+            f"{len(missing)} of the {len(problems)} stage-2 plans of planner {config.planner_backend or planner_source} "
+            f"are not in {cache.path}, and a multi-process run does not write them (the other ranks would wait at "
+            "a barrier until the process group times out). Write them first on ONE process: `corecode train CONFIG "
+            f"stage=coder planner_model={planner_source} prepare_only=true` (add planner_backend=openai:NAME@URL to "
+            "write them with a served Planner), then launch with stage=coder and the same planner_model / "
+            "planner_backend; see docs/training.md"
+        )
 
 
 def stage2_plans(
@@ -36,10 +64,10 @@ def stage2_plans(
     """One plan per problem from the frozen Planner, through the on-disk cache (None without plans)."""
     if not config.use_plans:
         return None
-    key_source = config.planner_backend or planner_source
-    cache = PlanCache(plans_dir, checkpoint_hash(key_source), config.plan_min_chars, config.plan_attempts)
+    cache = _plan_cache(config, planner_source, plans_dir)
     if {p.id for p in problems} <= set(cache.load()):
         return cache.ensure(problems, None, None)  # type: ignore[arg-type]  # nothing to generate
+    require_cached_plans(config, planner_source, problems, plans_dir)
     planner = partner_backend(config.planner_backend, planner_source, config.bf16)
     try:
         # the length the Planner was trained to write (stage 1's max_completion_length), not the partners' cap
@@ -64,7 +92,8 @@ def run_coder_stage(
         return final
     stage_dir.mkdir(parents=True, exist_ok=True)
     unique = unique_problems(problems, validation)
-    with distributed_state().main_process_first():  # rank 0 writes the plans; the other ranks then read the cache
+    require_cached_plans(config, planner_source, unique, plans_dir)  # every rank, before the barrier
+    with distributed_state().main_process_first():  # one process: rank 0 writes the plans; else all read the cache
         plans = stage2_plans(config, planner_source, unique, plans_dir)
     args = grpo_args(config, stage_dir)
     layout = group_layout(config.num_generations)
