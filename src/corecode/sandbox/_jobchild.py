@@ -200,6 +200,7 @@ def serve_program(code, setup, nonce: bytes) -> None:
         send(("load_error", exc_name(exc), short_tb(exc)))
         exit_now(0)
     send(("loaded",))
+    unary = {"bool": bool, "len": len, "iter": iter, "next": next, "str": str, "repr": repr}
     refs: tuple[list, dict] = ([], {})
     get = dict.get
 
@@ -238,8 +239,10 @@ def serve_program(code, setup, nonce: bytes) -> None:
                 value = _getattr(lookup(request[1]), request[2])
             elif op == "setattr":
                 obj = lookup(request[1])
-                _setattr(obj, request[2], unpickler(request[3], lookup).load())
+                _setattr(obj, request[2], unpickler(request[3], lookup).load()[0])
                 value = None
+            elif op == "unary":  # conversions that take no operand: they cannot see an expected value
+                value = unary[request[2]](lookup(request[1]))
             else:
                 raise ValueError("unknown request")
             try:

@@ -241,12 +241,41 @@ class Remote:
         program = object.__getattribute__(self, "_cc_program")
         program.request("setattr", object.__getattribute__(self, "_cc_pid"), name, program.encode(value, {}))
 
+    # Only conversions that take no operand are asked of the program (truth value, length, iteration,
+    # text): the answer is plain data the program could have returned directly. Anything that would hand
+    # the program the other side of a comparison (==, <, -, in, ...) is never delegated: a Remote compares
+    # by identity only, and arithmetic on it is a TypeError.
+    def _cc_unary(self, op: str, want: tuple):
+        program = object.__getattribute__(self, "_cc_program")
+        value = program.request("unary", object.__getattribute__(self, "_cc_pid"), op)
+        if want and type(value) not in want:
+            raise TypeError(f"the program's {op}() returned a {type(value).__name__}")
+        return value
+
     def __bool__(self):
-        raise TypeError("an object of the program has no truth value in a test; return plain data")
+        return Remote._cc_unary(self, "bool", (bool,))
+
+    def __len__(self):
+        return Remote._cc_unary(self, "len", (int,))
+
+    def __iter__(self):
+        return Remote._cc_unary(self, "iter", ())
+
+    def __next__(self):
+        try:
+            return Remote._cc_unary(self, "next", ())
+        except StopIteration:
+            raise StopIteration from None
+
+    def __str__(self) -> str:
+        return Remote._cc_unary(self, "str", (str,))
 
     def __repr__(self) -> str:
-        pid = object.__getattribute__(self, "_cc_pid")
-        return f"<program {'object' if pid[0] == 'ref' else pid[1]}>"
+        try:
+            return Remote._cc_unary(self, "repr", (str,))
+        except Exception:  # noqa: BLE001 - a repr for messages must not fail
+            pid = object.__getattribute__(self, "_cc_pid")
+            return f"<program {'object' if pid[0] == 'ref' else pid[1]}>"
 
 
 _PROGRAM_EXC_TYPES: dict[type, type] = {}
