@@ -1,4 +1,5 @@
-"""TrainConfig from YAML, presets and key=value overrides; errors that say what to fix. No torch needed."""
+"""TrainConfig from YAML, presets and key=value overrides; errors that say what to fix. The configs' TRL
+arguments are built too (trl's GRPOConfig, so these tests need the [train] extra, no model)."""
 
 from pathlib import Path
 
@@ -19,16 +20,73 @@ def test_defaults_are_the_papers():
     assert (c.epsilon, c.epsilon_high, c.max_completion_length, c.plan_min_chars) == (0.2, 0.3, 2048, 50)
 
 
+PRESET_VALUES = {
+    # name: (stage, G, M, per-device batch, lr, beta, max_steps, max_completion_length, policy)
+    "cpu-smoke": ("both", 4, 2, 16, 0.01, 0.0, 3, 1, "tiny:llama-char"),
+    "cpu-demo": ("both", 4, 2, 4, 2e-5, 0.0, 3, 160, "builtin:qwen2.5-coder-0.5b"),
+}
+
+
 @pytest.mark.parametrize("name", PRESETS)
-def test_presets_load(name):
+def test_presets_load(name, tmp_path):
     config = load_config(preset_path(name))
-    assert config.stage == "both"
+    stage, g, m, batch, lr, beta, steps, length, policy = PRESET_VALUES[name]
+    assert (config.stage, config.num_generations, config.coder_samples, config.per_device_train_batch_size) == (
+        stage, g, m, batch)
+    assert (config.learning_rate, config.beta, config.max_steps, config.max_completion_length) == (lr, beta, steps, length)
+    assert config.planner_model == config.coder_model == policy
+    assert config.validation_limit > 0 and config.eval_steps > 0  # the presets show the CG curve
+    _runnable(config, tmp_path, processes=1)
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "configs" / "train").glob("*.yaml")), ids=lambda p: p.name)
-def test_gpu_configs_load(path):
+def _runnable(config, tmp_path, processes):
+    """What a launch on ``processes`` processes checks before loading anything, and TRL's own arguments."""
+    from corecode.training.grpo import grpo_args  # TRL's GRPOConfig: the [train] extra
+    from corecode.training.runner import check_launch
+
+    check_launch(config, processes)
+    args = grpo_args(config, tmp_path)
+    assert (args.num_generations, args.learning_rate, args.beta) == (config.num_generations, config.learning_rate,
+                                                                     config.beta)
+    return args
+
+
+def _launch_processes(path):
+    """The number of training processes of a GPU config: its header's accelerate config's num_processes."""
+    import re
+
+    import yaml
+
+    accelerate = re.search(r"--config_file (configs/train/accelerate/\S+\.yaml)", path.read_text()).group(1)
+    return yaml.safe_load((REPO / accelerate).read_text())["num_processes"]
+
+
+GPU_CONFIGS = sorted((REPO / "configs" / "train").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", GPU_CONFIGS, ids=lambda p: p.name)
+def test_gpu_configs_are_the_papers_settings_and_launchable(path, tmp_path):
+    """METHOD.md section 3: G = 5, M = 2, lr 1e-6 (LoRA: 1e-5, documented in its header), KL 0.01, clip
+    0.2 / 0.3, temperature 1.0, top_p 0.99, 2048-token responses, 128 prompts (640 completions) per
+    optimizer step and 512 prompts per rollout batch, on Gen-Verse/CodeContests_train; and each config passes
+    the launch checks on its accelerate config's processes (no stage=both, no validation probe)."""
     config = load_config(path)
-    assert config.planner_model and config.coder_model
+    processes = _launch_processes(path)
+    lora = config.use_lora
+    assert (config.num_generations, config.coder_samples) == (5, 2)
+    assert config.learning_rate == (1e-5 if lora else 1e-6)
+    assert (config.beta, config.epsilon, config.epsilon_high) == (0.01, 0.2, 0.3)
+    assert (config.temperature, config.top_p, config.max_completion_length) == (1.0, 0.99, 2048)
+    assert config.benchmark == "genverse-codecontests-train" and config.bf16
+    step = config.per_device_train_batch_size * processes * config.gradient_accumulation_steps
+    assert step == 640 == 128 * config.num_generations
+    if config.stage != "debugger":  # the paper's rollout batch; the Debugger stage rolls out per optimizer step
+        rollout = config.per_device_train_batch_size * processes * config.grpo["steps_per_generation"]
+        assert rollout == 2560 == 512 * config.num_generations
+        assert config.num_train_epochs == 10 and config.partner_max_tokens == 2048
+    assert config.stage != "both"  # a multi-process stage=both is refused (issue 12.8)
+    args = _runnable(config, tmp_path, processes)
+    assert args.use_vllm and args.gradient_checkpointing
 
 
 def test_overrides_reach_nested_options_and_parse_yaml_values(tmp_path):

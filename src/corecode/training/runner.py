@@ -23,7 +23,7 @@ from corecode.training.config import TrainConfig
 from corecode.training.data import load_problems, unique_problems
 from corecode.training.models import distributed_state, import_training_stack, resolve_model
 
-__all__ = ["run_training"]
+__all__ = ["run_training", "check_launch"]
 
 
 def run_training(config: TrainConfig) -> dict[str, str]:
@@ -53,19 +53,7 @@ def run_training(config: TrainConfig) -> dict[str, str]:
         )
 
     state = distributed_state()
-    if config.validation_limit and state.num_processes > 1:
-        raise ConfigError(
-            "the validation probe samples the policy on one process, which deadlocks sharded (ZeRO-3 / FSDP) "
-            "runs: set validation_limit=0 for multi-process training and evaluate the checkpoints with corecode eval"
-        )
-    if state.num_processes > 1 and config.stage == "both" and config.use_plans:
-        raise ConfigError(
-            "stage=both in a multi-process run would stop at stage 2: its plans come from the stage-1 Planner and "
-            "must be written on one process first (a multi-process run never writes them; the other ranks would "
-            "wait at a barrier past the process group's timeout). Run the stages as three commands: stage=planner "
-            "(multi-process); stage=coder planner_model=OUTPUT_DIR/round1/planner/final prepare_only=true (one "
-            "process); stage=coder with the same planner_model (multi-process). See docs/training.md"
-        )
+    check_launch(config, state.num_processes)
     with state.main_process_first():  # one process builds / converts the models, the others reuse them
         planner = resolve_model(config.planner_model, config.seed)
         coder = resolve_model(config.coder_model, config.seed)
@@ -91,6 +79,23 @@ def run_training(config: TrainConfig) -> dict[str, str]:
     result = {"planner": planner, "coder": coder}
     (out / "final.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
+
+
+def check_launch(config: TrainConfig, num_processes: int) -> None:
+    """What a run on ``num_processes`` processes refuses before it loads anything."""
+    if config.validation_limit and num_processes > 1:
+        raise ConfigError(
+            "the validation probe samples the policy on one process, which deadlocks sharded (ZeRO-3 / FSDP) "
+            "runs: set validation_limit=0 for multi-process training and evaluate the checkpoints with corecode eval"
+        )
+    if num_processes > 1 and config.stage == "both" and config.use_plans:
+        raise ConfigError(
+            "stage=both in a multi-process run would stop at stage 2: its plans come from the stage-1 Planner and "
+            "must be written on one process first (a multi-process run never writes them; the other ranks would "
+            "wait at a barrier past the process group's timeout). Run the stages as three commands: stage=planner "
+            "(multi-process); stage=coder planner_model=OUTPUT_DIR/round1/planner/final prepare_only=true (one "
+            "process); stage=coder with the same planner_model (multi-process). See docs/training.md"
+        )
 
 
 def _run_auxiliary_stage(config: TrainConfig, init: str, planner: str, coder: str, problems, validation) -> str:
