@@ -98,18 +98,6 @@ def count_Substrings(s, n):
                 count += 1
     return count
 """),
-    ("mbpp", "mbpp/169", """
-def get_pell(n):
-    a, b = 0, 1
-    for _ in range(n):
-        a, b = b, 2 * b + a
-    return a
-""", """
-def get_pell(n):
-    if n <= 2:
-        return n
-    return 2 * get_pell(n - 1) + get_pell(n - 2)
-"""),
     ("mbpp", "mbpp/256", """
 def count_Primes_nums(n):
     if n < 3:
@@ -164,22 +152,6 @@ def find_ways(n):
         if ok and s == 0:
             count += 1
     return count
-"""),
-    ("mbpp", "mbpp/385", """
-def get_perrin(n):
-    a, b, c = 3, 0, 2
-    for _ in range(n):
-        a, b, c = b, c, a + b
-    return a
-""", """
-def get_perrin(n):
-    if n == 0:
-        return 3
-    if n == 1:
-        return 0
-    if n == 2:
-        return 2
-    return get_perrin(n - 2) + get_perrin(n - 3)
 """),
     ("mbpp", "mbpp/389", """
 def find_lucas(n):
@@ -285,20 +257,6 @@ def sum_Of_Primes(n):
             total += i
     return total
 """),
-    ("mbpp", "mbpp/752", """
-def jacobsthal_num(n):
-    a, b = 0, 1
-    for _ in range(n):
-        a, b = b, b + 2 * a
-    return a
-""", """
-def jacobsthal_num(n):
-    if n == 0:
-        return 0
-    if n == 1:
-        return 1
-    return jacobsthal_num(n - 1) + 2 * jacobsthal_num(n - 2)
-"""),
     ("mbpp", "mbpp/873", """
 def fibonacci(n):
     a, b = 0, 1
@@ -336,27 +294,6 @@ def binom(n, k):
     return binom(n - 1, k - 1) + binom(n - 1, k)
 def sum_of_square(n):
     return sum(binom(n, k) ** 2 for k in range(n + 1))
-"""),
-    ("mbpp", "mbpp/926", """
-from math import comb
-def rencontres_number(n, m):
-    d = [1, 0]
-    for i in range(2, n - m + 1):
-        d.append((i - 1) * (d[-1] + d[-2]))
-    return comb(n, m) * d[n - m]
-""", """
-def binom(n, k):
-    if k == 0 or k == n:
-        return 1
-    return binom(n - 1, k - 1) + binom(n - 1, k)
-def derange(n):
-    if n == 0:
-        return 1
-    if n == 1:
-        return 0
-    return (n - 1) * (derange(n - 1) + derange(n - 2))
-def rencontres_number(n, m):
-    return binom(n, m) * derange(n - m)
 """),
     ("mbpp", "mbpp/934", """
 def dealnnoy_num(n, m):
@@ -421,24 +358,10 @@ def greatest_common_divisor(a: int, b: int) -> int:
     return a
 """, """
 def greatest_common_divisor(a: int, b: int) -> int:
-    for d in range(min(a, b), 0, -1):
-        if a % d == 0 and b % d == 0:
-            return d
-"""),
-    ("humaneval", "HumanEval/24", """
-def largest_divisor(n: int) -> int:
-    i = 2
-    while i * i <= n:
-        if n % i == 0:
-            return n // i
-        i += 1
-    return 1
-""", """
-def largest_divisor(n: int) -> int:
     best = 1
-    for i in range(1, n):
-        if n % i == 0:
-            best = i
+    for d in range(1, min(a, b) + 1):
+        if a % d == 0 and b % d == 0:
+            best = d
     return best
 """),
     ("humaneval", "HumanEval/31", """
@@ -778,8 +701,8 @@ def max_sub_array_sum(a, size):
     return best
 """, """
 def max_sub_array_sum(a, size):
-    sums = [sum(a[i:j]) for i in range(size) for j in range(i + 1, size + 1)]
-    return max(sums)
+    subarrays = [a[i:j] for i in range(size) for j in range(i + 1, size + 1)]
+    return max(sum(s) for s in subarrays)
 """),
 ]
 
@@ -881,7 +804,7 @@ def _renamed(task: str, which: str, *swaps: tuple[str, str]) -> tuple[str, str, 
 
 RENAMED = [
     _renamed("mbpp/559", "fast", ("cur", "running"), ("best", "top")),
-    _renamed("mbpp/169", "fast", ("a, b", "lo, hi"), ("= b, 2 * b + a", "= hi, 2 * hi + lo"), ("return a", "return lo")),
+    _renamed("mbpp/895", "fast", ("incl", "take"), ("excl", "skip")),
     _renamed("HumanEval/147", "fast", ("counts", "buckets")),
     _renamed("HumanEval/31", "slow", ("k", "divisor")),
     _renamed("mbpp/873", "slow", ("(n)", "(k)"), ("n ==", "k =="), ("(n -", "(k -")),

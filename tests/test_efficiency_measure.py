@@ -157,3 +157,28 @@ def test_with_two_programs_per_plan_sigmoid_weighting_is_softmax_at_twice_tau():
     sig = planner_group_rewards(plans, [False, False], config)
     soft = planner_group_rewards(plans, [False, False], config.replace(aggregation="softmax", softmax_temperature=0.5))
     assert sig == pytest.approx(soft, abs=1e-12)
+
+
+def test_corpus_pairs_with_huge_gaps_are_ranked_by_both_terms(sb):
+    """A few pairs of benchmarks/efficiency_corpus.py whose gap is >= 10x on their real problems' tests."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import efficiency_corpus as corpus
+
+    from corecode.benchmarks import load_benchmark
+
+    problems = {p.id: p for name in ("mbpp", "humaneval") for p in load_benchmark(name, "all")}
+    config = RewardConfig()
+    time_pairs = [p for p in corpus.TIME_PAIRS if p[1] in ("HumanEval/147", "HumanEval/31", "mbpp/583")]
+    memory_pairs = [p for p in corpus.MEMORY_PAIRS if p[1] in ("HumanEval/147", "HumanEval/83")]
+    assert len(time_pairs) == 3 and len(memory_pairs) == 2
+    for _, task, fast, slow in time_pairs:
+        a, b = measure(sb, fast, problems[task]), measure(sb, slow, problems[task])
+        r = planner_group_rewards([[Outcome(1.0, a.cpu_time_s)], [Outcome(1.0, b.cpu_time_s)]], [False] * 2, config)
+        assert r[0] > r[1], (task, a, b)
+    for _, task, small, large in memory_pairs:
+        a, b = measure(sb, small, problems[task]), measure(sb, large, problems[task])
+        r = coder_group_rewards([Outcome(1.0, 0.0, a.peak_memory_bytes), Outcome(1.0, 0.0, b.peak_memory_bytes)], config)
+        assert r[0] > r[1], (task, a, b)
