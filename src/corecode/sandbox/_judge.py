@@ -353,7 +353,7 @@ def _status_of(exc: BaseException) -> dict:
     return {"status": vd.exception_status(name), "exception": name, "detail": detail[-500:]}
 
 
-def run_function_tests(program: Program, events: Events, indices: list[int], secret: dict) -> list[dict]:
+def run_function_tests(program: Program, events: Events, indices: list[int], secret: dict, meter) -> list[dict]:
     specs = secret["tests"]
     trusted = _compile(secret.get("trusted") or "", "prompt.py") if secret.get("trusted") else None
     setup = _compile(secret.get("setup") or "", "test_setup.py") if (secret.get("setup") or "").strip() else None
@@ -377,10 +377,12 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
             out.append(vd.result(index, "not_run", detail="the program ended before this test ran"))
             continue
         spec = specs[local]
-        begin = events.ask("begin", local)
-        if begin[0] != "go":
-            out.append(vd.result(index, "not_run", detail="the program ended before this test ran"))
-            continue
+        # Measured here, from the job's cgroups (or /proc), which the program cannot write; the worker
+        # only hears of the boundary (one way, no round trip) to apply the test's CPU and wall limits.
+        c0 = meter.cpu()
+        meter.reset_peak()
+        t0 = time.monotonic()
+        events.send("begin", local)
         outcome: dict = {"status": "passed"}
         try:
             if spec[0] == "call":
@@ -409,11 +411,10 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
                 exec(code, ns)
         except BaseException as exc:  # noqa: BLE001 - every failure of a test is its verdict
             outcome = _status_of(exc)
-        measured = events.ask("end", local)
-        fields = {"cpu_time_s": 0.0, "wall_time_s": 0.0, "peak_memory_bytes": 0}
-        if measured[0] == "m":
-            fields = {"cpu_time_s": float(measured[1]), "wall_time_s": float(measured[2]),
-                      "peak_memory_bytes": int(measured[3])}
+        wall = time.monotonic() - t0
+        fields = {"cpu_time_s": max(0.0, meter.cpu() - c0), "wall_time_s": wall,
+                  "peak_memory_bytes": int(meter.peak() or 0)}
+        events.send("end", local)
         status = outcome.pop("status")
         out.append(vd.result(index, status, **outcome, **fields))
     return out
@@ -453,7 +454,9 @@ def judge_main(job: dict) -> None:
         function = next((g for g in public["groups"] if g["kind"] == "function"), None)
         if function is not None:
             program = Program(job["req_w"], job["rep_r"], events)
-            function_results = run_function_tests(program, events, function["tests"], secret)
+            meter = job["meter"]
+            meter.exclude.add(int(os.readlink("/proc/self")))
+            function_results = run_function_tests(program, events, function["tests"], secret, meter)
             cap = public["limits"]["output"]
             stdout_size = os.fstat(job["out_fd"]).st_size
             if stdout_size >= cap:  # the write that hit the cap may have raised EFBIG in the program

@@ -526,7 +526,7 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     reply_fd = judge["reply_fd"]  # one per worker, emptied before and after each job
     os.ftruncate(reply_fd, 0)
     os.lseek(reply_fd, 0, os.SEEK_SET)  # the judge writes through the shared file offset
-    job = {"reply_fd": reply_fd, "public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0, "ev_w": ev_w,
+    job = {"reply_fd": reply_fd, "meter": meter, "public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0, "ev_w": ev_w,
            "ack_r": ack_r, "req_w": program["req_w"] if program else -1, "rep_r": program["rep_r"] if program else -1,
            "out_fd": program["out_fd"] if program else -1, "err_fd": program["err_fd"] if program else -1, **judge}
     budget = 5.0 + limits["load_cpu"] + 2 * sum(limits["cpu"])
@@ -536,6 +536,7 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     if jpid == 0:
         try:
             keep = {judge["ctl_in"], ev_w, ack_r, reply_fd}
+            keep |= {fd for name, fd in meter.fds.items() if name in ("cpu", "procs", "usage", "max_usage", "oom")}
             if program:
                 keep |= {program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]}
             _become_judge(ctx, keep, budget)
@@ -678,16 +679,11 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     buf += data
                     for item in _frames_of(buf):
                         tag = item[0]
-                        if tag == "begin":
+                        if tag == "begin":  # the judge measures; we apply this test's limits
                             phase_limit = limits["cpu"][function["tests"][item[1]]]
-                            meter.reset_peak()
                             phase_t, phase_c = time.monotonic(), meter.cpu()
-                            _send_frame(ack_w, "go")
                         elif tag == "end":
-                            cpu, wall = meter.cpu() - phase_c, time.monotonic() - phase_t
-                            peak = meter.peak()
                             phase_limit = None
-                            _send_frame(ack_w, "m", max(0.0, cpu), wall, int(peak or 0))
                         elif tag in ("secret", "replied"):
                             state[tag] = True
                 elif fd == pfd:

@@ -82,6 +82,7 @@ class Worker:
         info["job_cgroup"] = bool(meter_fds)
         self.meter = _run.Meter(meter_fds)
         self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
+        iso.prctl(iso.PR_SET_DUMPABLE, 0)  # same uid as jobs without root: they must not ptrace or read us
         # Jobs drop root only inside the isolated filesystem, where the interpreter is reachable for them.
         info["uid_drop"] = self.as_root and bool(info.get("readonly_fs"))
         self.info = info
