@@ -5,6 +5,8 @@ is reused, and that every logged reward equals the reward functions recomputed o
 """
 
 import json
+import math
+import statistics
 import shutil
 from pathlib import Path
 
@@ -40,6 +42,60 @@ def _recompute(rows: list[dict], stage: str, group: int, config: RewardConfig) -
     return out
 
 
+def _tie_heads(values: list[float], band: float) -> list[float]:
+    """METHOD.md 3a written out again: sorted, a value more than `band` above its class head opens a class."""
+    heads, head = {}, None
+    for i in sorted(range(len(values)), key=lambda i: values[i]):
+        if head is None or values[i] > head * (1 + band):
+            head = values[i]
+        heads[i] = head
+    return [heads[i] for i in range(len(values))]
+
+
+def _hand_plan_rewards(chunk: list[dict], cfg: RewardConfig) -> list[float | None]:
+    """R_plan of one logged group from its raw numbers, by METHOD.md section 3 (sigmoid aggregation), without
+    corecode.rewards: times floored and tie-resolved over the group, t_ref = the reference time (snapped to a
+    tie class within the band), e = sigmoid(kappa ln(t_ref / t)), q = s + lambda e [s = 1], sigmoid weights."""
+    assert cfg.aggregation == "sigmoid" and cfg.time_reference == "auto"
+    flat = [o for r in chunk for o in r["outcomes"]]
+    passing = [i for i, o in enumerate(flat) if o is not None and o["pass_rate"] == 1.0]
+    times = dict(zip(passing, _tie_heads([max(flat[i]["cpu_time_s"], cfg.time_floor_s) for i in passing],
+                                         cfg.time_tie_band)))
+    reference = chunk[0]["reference_time_s"]
+    median = statistics.median(times.values()) if times else None
+    t_ref = max(reference, cfg.time_floor_s) if reference is not None else median
+    near = [h for h in set(times.values()) if t_ref is not None and abs(math.log(t_ref / h)) <= math.log1p(cfg.time_tie_band)]
+    if near:
+        t_ref = min(near, key=lambda h: abs(math.log(t_ref / h)))
+    rewards, i = [], 0
+    for row in chunk:
+        q = []
+        for o in row["outcomes"]:
+            if o is not None:
+                e = 1 / (1 + math.exp(-cfg.kappa * math.log(t_ref / times[i]))) if i in times else 0.0
+                q.append(o["pass_rate"] + cfg.lambda_time * e)
+            i += 1
+        if len(q) < len(row["outcomes"]):
+            rewards.append(None)
+            continue
+        mean = sum(q) / len(q)
+        w = [1 / (1 + math.exp(-(x - mean) / cfg.tau)) for x in q]
+        rewards.append(sum(a * b for a, b in zip(w, q)) / sum(w) - (cfg.format_penalty if row["missing"] else 0.0))
+    return rewards
+
+
+def _hand_code_rewards(chunk: list[dict], cfg: RewardConfig) -> list[float | None]:
+    """R_code of one logged group by METHOD.md section 3, without corecode.rewards: memories floored and
+    tie-resolved over the group's passing programs, O = the smallest, R = s + lambda_space min(1, O / m) [s = 1]."""
+    outs = [r["outcome"] for r in chunk]
+    passing = [i for i, o in enumerate(outs) if o is not None and o["pass_rate"] == 1.0]
+    memory = dict(zip(passing, _tie_heads([float(max(outs[i]["peak_memory_bytes"], cfg.memory_floor_bytes))
+                                           for i in passing], cfg.memory_tie_band)))
+    target = min(memory.values()) if memory else None
+    return [None if o is None else o["pass_rate"] + (cfg.lambda_space * min(1.0, target / memory[i]) if i in memory else 0.0)
+            for i, o in enumerate(outs)]
+
+
 def _check_logged_rewards(stage_dir: Path, stage: str, config) -> None:
     executions = _rows(stage_dir / "executions-rank0.jsonl")
     metrics = {m["step"]: m for m in _rows(stage_dir / "metrics.jsonl") if "reward" in m}
@@ -51,6 +107,13 @@ def _check_logged_rewards(stage_dir: Path, stage: str, config) -> None:
         assert len(rows) == config.per_device_train_batch_size
         recomputed = _recompute(rows, stage, config.num_generations, config.rewards)
         assert recomputed == [r["reward"] for r in rows]
+        hand = _hand_plan_rewards if stage == "planner" else _hand_code_rewards
+        for start in range(0, len(rows), config.num_generations):  # every real group, computed by hand
+            group = rows[start : start + config.num_generations]
+            expected = hand(group, config.rewards)
+            assert [r["reward"] is None for r in group] == [e is None for e in expected]
+            assert [r["reward"] for r in group if r["reward"] is not None] == pytest.approx(
+                [e for e in expected if e is not None], abs=1e-12), (stage, step, start)
         scored = [r for r in recomputed if r is not None]
         # rewards scored while global_step == s are logged by TRL at step s + 1 (float32 mean)
         assert metrics[step + 1][f"rewards/{name}/mean"] == pytest.approx(sum(scored) / len(scored), abs=1e-5)
