@@ -1,13 +1,12 @@
-"""Rewrite assert tests so that expected values are compared by the harness, not by the program.
+"""Rewrite assert tests: for the judge process (messages), and for the measurement pass (value digests).
 
-``assert f(x) == LITERAL`` (either side) becomes ``CHECK(k, f(x))``: the sandboxed process sends the
-plain-value form of ``f(x)`` and the worker compares it with ``LITERAL``, which never enters the
-sandboxed process. ``assert X is True/False/None`` is handled the same way. ``assert A == B`` with no
-literal side becomes ``PAIR(k, A, B)``: both sides are sent and compared outside. Any other assert shape
-runs unchanged inside the sandbox (documented weaker case).
+``judge_source``: the test code the judge runs (``assert A == B`` -> ``__corecode_eq__(A, B, side)`` for an
+"expected X, got Y" message; the judge evaluates it on plain values, so the semantics stay ``==``).
 
-A check that is not inside a loop, a branch, a ``try`` or a comprehension is *required*: if the program
-manages to skip it (for example by replacing the check function), the test fails.
+``rewrite_assert`` (the measurement pass of passing programs only, ``_measure``): ``assert f(x) == LITERAL``
+becomes ``CHECK(k, f(x))`` so that the literal stays out of the measured process, ``assert A == B``
+becomes ``PAIR(k, A, B)``; other shapes run unchanged. It decides no verdict: tests are judged by the
+judge process (``_judge``), never in the program's process.
 """
 
 from __future__ import annotations
