@@ -42,16 +42,35 @@ def test_solve_prints_trace_plan_and_program(replies, capsys):
 
 
 def test_solve_json_and_per_role_models(tmp_path, capsys):
+    """Models are chosen as in `corecode eval`: --model SPEC (default) and --model ROLE=SPEC (repeatable)."""
+    planner, coder, unused = tmp_path / "p.json", tmp_path / "c.json", tmp_path / "none.json"
+    planner.write_text(json.dumps([PLAN]))
+    coder.write_text(json.dumps([CODE]))
+    unused.write_text("[]")  # the default model: asked anything, it raises
+    code = main(["solve", "--benchmark", "humaneval", "--task-id", "HumanEval/0", "--model",
+                 f"planner=scripted:{planner}", "--model", f"coder=scripted:{coder}", "--model", f"scripted:{unused}",
+                 "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and "deprecated" not in captured.err
+    data = json.loads(captured.out)
+    assert data["plan_parts"]["missing"] == [] and "def has_close_elements" in data["program"]
+    assert [c["role"] for c in data["trace"]] == ["planner", "coder_with_plan"]
+
+
+def test_the_old_model_flags_still_work_with_a_deprecation_warning(tmp_path, capsys):
     planner, coder = tmp_path / "p.json", tmp_path / "c.json"
     planner.write_text(json.dumps([PLAN]))
     coder.write_text(json.dumps([CODE]))
     code = main(["solve", "--benchmark", "humaneval", "--task-id", "HumanEval/0", "--planner-model",
-                 f"scripted:{planner}", "--coder-model", f"scripted:{coder}", "--model", f"scripted:{coder}",
-                 "--json"])
-    assert code == 0
-    data = json.loads(capsys.readouterr().out)
-    assert data["plan_parts"]["missing"] == [] and "def has_close_elements" in data["program"]
-    assert [c["role"] for c in data["trace"]] == ["planner", "coder_with_plan"]
+                 f"scripted:{planner}", "--role-model", f"coder_with_plan=scripted:{coder}", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and "def has_close_elements" in json.loads(captured.out)["program"]
+    assert "--planner-model is deprecated" in captured.err and "use --model planner=SPEC" in captured.err
+    assert "--role-model is deprecated" in captured.err
+    # the same role twice with different models is an error, not a silent choice
+    assert main(["solve", "--benchmark", "humaneval", "--task-id", "HumanEval/0", "--model", f"planner=scripted:{coder}",
+                 "--planner-model", f"scripted:{planner}"]) == 2
+    assert "two models for role 'planner'" in capsys.readouterr().err
 
 
 def test_solve_direct_prints_no_plan(tmp_path, capsys):

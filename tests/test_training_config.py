@@ -125,6 +125,14 @@ def test_one_round_with_served_partners_and_rounds_with_in_process_partners_are_
     assert load_config(None, ["rounds=2"]).rounds == 2
 
 
+def test_exponent_floats_without_a_dot_are_numbers_not_strings():
+    # YAML 1.1 reads `1e-6` as a string; the paper's learning rate must not reach the optimizer as one
+    c = load_config(None, ["learning_rate=1e-6", "beta=1e-3", "temperature=1"])
+    assert c.learning_rate == 1e-6 and isinstance(c.learning_rate, float) and c.beta == 1e-3
+    with pytest.raises(ConfigError, match="learning_rate must be a number"):
+        load_config(None, ["learning_rate=fast"])
+
+
 def test_unknown_preset_lists_the_valid_ones():
     with pytest.raises(UnknownNameError, match="cpu-smoke"):
         preset_path("gpu-huge")
@@ -148,3 +156,22 @@ def test_training_refuses_a_trl_that_scores_sandbox_failures_as_zero():
     require_trl("1.6.0")
     require_trl("1.16.0")
     assert '"trl>=1.6.0"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_train_chooses_models_with_the_same_model_flag_as_eval_and_solve(capsys):
+    import json
+
+    assert main(["train", "--preset", "cpu-smoke", "--model", "builtin:qwen2.5-coder-0.5b",
+                 "--model", "planner=runs/x/round1/planner/final", "--print-config"]) == 0
+    captured = capsys.readouterr()
+    config = json.loads(captured.out)
+    assert config["planner_model"] == "runs/x/round1/planner/final"
+    assert config["coder_model"] == config["debugger_model"] == config["retrieval_model"] == "builtin:qwen2.5-coder-0.5b"
+    assert "deprecated" not in captured.err
+    # the old spelling, a field-name override, still works and says what to use instead
+    assert main(["train", "--preset", "cpu-smoke", "coder_model=tiny:llama-char", "--print-config"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["coder_model"] == "tiny:llama-char"
+    assert "coder_model=SPEC is deprecated" in captured.err and "--model coder=SPEC" in captured.err
+    assert main(["train", "--preset", "cpu-smoke", "--model", "verifier=x", "--print-config"]) == 2
+    assert "training roles are planner, coder, debugger, retrieval" in capsys.readouterr().err

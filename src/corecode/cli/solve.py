@@ -2,7 +2,11 @@
 
     corecode solve --benchmark humaneval --task-id HumanEval/0 --pipeline planner_coder
     corecode solve --benchmark mbpp --task-id 11 --pipeline direct --model openai:qwen@http://127.0.0.1:8000/v1
-    corecode solve ... --planner-model llamacpp:planner.gguf --coder-model qwen2.5-coder-0.5b --json
+    corecode solve ... --model planner=llamacpp:planner.gguf --model coder=qwen2.5-coder-0.5b --json
+
+Models are chosen as in `corecode eval` and `corecode train`: ``--model SPEC`` for every role without its own,
+``--model ROLE=SPEC`` (repeatable) for one role or slot. ``--planner-model``, ``--coder-model`` and
+``--role-model`` are deprecated aliases (they still work, with a warning).
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default=None, help="local benchmark file (JSONL/JSON/parquet)")
     parser.add_argument("--pipeline", default="planner_coder", help="direct, cot, scot, self_planning, "
                         "planner_coder, reflexion, mapcoder, or module:Class (default: planner_coder)")
-    parser.add_argument("--model", default=None, help="model for every role without its own "
-                        "(a built-in name, KIND:TARGET or module:factory; default: the built-in default)")
-    parser.add_argument("--planner-model", default=None, help="model for the planning roles")
-    parser.add_argument("--coder-model", default=None, help="model for the coding roles")
+    parser.add_argument("--model", action="append", default=[], metavar="SPEC",
+                        help="model for every role without its own (a built-in name, KIND:TARGET or module:factory; "
+                        "default: the built-in default); repeat as ROLE=SPEC for one role or slot, e.g. "
+                        "--model planner=openai:NAME@http://localhost:8000/v1 --model plan_verifier=...")
+    parser.add_argument("--planner-model", default=None, help="deprecated: use --model planner=SPEC")
+    parser.add_argument("--coder-model", default=None, help="deprecated: use --model coder=SPEC")
     parser.add_argument("--role-model", action="append", default=[], metavar="ROLE=SPEC",
-                        help="model for one role or slot, e.g. plan_verifier=openai:m@URL (repeatable)")
+                        help="deprecated: use --model ROLE=SPEC")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
     parser.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling mass")
     parser.add_argument("--max-tokens", type=int, default=512, help="maximum new tokens per agent call")
@@ -43,20 +49,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the solution as one JSON object")
 
 
+def _deprecated(old: str, new: str) -> None:
+    print(f"corecode solve: {old} is deprecated and will be removed; use {new} (as in corecode eval and train)",
+          file=sys.stderr)
+
+
 def _model_specs(args: argparse.Namespace) -> dict[str, str]:
     from corecode.backends import DEFAULT_MODEL
+    from corecode.evaluation.config import parse_model_flags
 
-    specs = {"default": args.model or DEFAULT_MODEL}
+    default, roles = parse_model_flags(args.model)
+    aliases: list[tuple[str, str, str]] = []  # (role, spec, the deprecated flag)
     if args.planner_model:
-        specs["planner"] = args.planner_model
+        aliases.append(("planner", args.planner_model, "--planner-model"))
     if args.coder_model:
-        specs["coder"] = args.coder_model
+        aliases.append(("coder", args.coder_model, "--coder-model"))
     for item in args.role_model:
         role, sep, spec = item.partition("=")
         if not sep or not role or not spec:
             raise ConfigError(f"--role-model expects ROLE=SPEC, got {item!r}")
-        specs[role.strip()] = spec.strip()
-    return specs
+        aliases.append((role.strip(), spec.strip(), "--role-model"))
+    for role, spec, flag in aliases:
+        _deprecated(flag, f"--model {role}=SPEC")
+        if roles.get(role, spec) != spec:
+            raise ConfigError(f"two models for role {role!r}: --model {role}={roles[role]} and {flag} {spec}")
+        roles[role] = spec
+    return {"default": default or DEFAULT_MODEL, **roles}
 
 
 def _pipeline_options(args: argparse.Namespace) -> dict[str, Any]:

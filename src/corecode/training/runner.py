@@ -93,8 +93,8 @@ def check_launch(config: TrainConfig, num_processes: int) -> None:
             "stage=both in a multi-process run would stop at stage 2: its plans come from the stage-1 Planner and "
             "must be written on one process first (a multi-process run never writes them; the other ranks would "
             "wait at a barrier past the process group's timeout). Run the stages as three commands: stage=planner "
-            "(multi-process); stage=coder planner_model=OUTPUT_DIR/round1/planner/final prepare_only=true (one "
-            "process); stage=coder with the same planner_model (multi-process). See docs/training.md"
+            "(multi-process); stage=coder --model planner=OUTPUT_DIR/round1/planner/final prepare_only=true (one "
+            "process); stage=coder with the same --model planner= (multi-process). See docs/training.md"
         )
 
 

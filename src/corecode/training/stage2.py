@@ -52,8 +52,8 @@ def require_cached_plans(config: TrainConfig, planner_source: str, problems: lis
             f"{len(missing)} of the {len(problems)} stage-2 plans of planner {config.planner_backend or planner_source} "
             f"are not in {cache.path}, and a multi-process run does not write them (the other ranks would wait at "
             "a barrier until the process group times out). Write them first on ONE process: `corecode train CONFIG "
-            f"stage=coder planner_model={planner_source} prepare_only=true` (add planner_backend=openai:NAME@URL to "
-            "write them with a served Planner), then launch with stage=coder and the same planner_model / "
+            f"stage=coder --model planner={planner_source} prepare_only=true` (add planner_backend=openai:NAME@URL to "
+            "write them with a served Planner), then launch with stage=coder and the same --model planner= / "
             "planner_backend; see docs/training.md"
         )
 
