@@ -182,7 +182,7 @@ def _common(args: argparse.Namespace, heldout: list[Any], train_ids: list[str]) 
         "benchmark=mbpp", "split=train", f"problem_ids={ids}",
         "validation_split=validation+test", f"validation_ids={heldout_ids}", f"validation_limit={len(heldout)}",
         f"num_generations={args.num_generations}", f"per_device_train_batch_size={args.num_generations}",
-        "coder_samples=2", f"learning_rate={args.learning_rate}", f"beta={args.beta}",
+        "coder_samples=2", f"learning_rate={args.learning_rate:.4e}", f"beta={args.beta:.4e}",  # YAML floats need a dot
         "temperature=1.0", "coder_temperature=1.0", "use_lora=true", "lora_r=16", "lora_alpha=32", "bf16=true",
         "save_steps=1", "grpo.save_total_limit=2", "grpo.gradient_checkpointing=false", "sandbox_workers=2",
         "report_to=[tensorboard]", "log_completions=false", f"seed={args.seed}",
@@ -211,7 +211,7 @@ def run_stage2(args: argparse.Namespace, out: Path, heldout: list[Any], train_id
     overrides = _common(args, heldout, train_ids) + [
         "stage=coder", f"output_dir={out / 'stage2'}", f"planner_model={planner}", f"coder_model=builtin:{BUILTIN}",
         f"max_steps={args.stage2_steps}", "eval_steps=0",  # validation at the start and the end
-        f"max_completion_length={args.code_tokens}", f"partner_max_tokens={args.plan_tokens}",
+        f"max_completion_length={args.code_tokens}", f"plan_max_tokens={args.plan_tokens}",
     ]
     log(f"stage 2: the Coder on the trained Planner's plans, {args.stage2_steps} steps")
     return Path(run_training(load_config(None, overrides))["coder"])

@@ -121,6 +121,12 @@ class TrainConfig:
         metadata=_h("max tokens of the frozen Coder's programs in stage 1 (and of the debugger and retrieval stages' "
                     "partners); stage 2's plans are written up to max_completion_length, as the Planner was trained"),
     )
+    plan_max_tokens: int | None = field(
+        default=None,
+        metadata=_h("max tokens of stage 2's plans: the length stage 1 trained the Planner to write. None = "
+                    "max_completion_length (right when one config runs both stages); set it when stage=coder runs "
+                    "with another max_completion_length than the stage-1 run"),
+    )
     plan_min_chars: int = field(default=50, metadata=_h("stage 2 regenerates plans shorter than this"))
     plan_attempts: int = field(default=3, metadata=_h("tries to get a plan of plan_min_chars"))
     debug_attempts: int = field(
@@ -212,7 +218,16 @@ def _coerce(name: str, value: Any) -> Any:
         return RewardConfig(**value)
     if name in ("problem_ids", "validation_ids", "report_to") and isinstance(value, (list, str)):
         return tuple([value] if isinstance(value, str) else value)
+    if name in _FLOAT_FIELDS and isinstance(value, str):
+        # YAML 1.1 reads 1e-6 (no dot) as a string; torch would fail on it deep inside the optimizer
+        try:
+            return float(value)
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be a number, got {value!r}") from exc
     return value
+
+
+_FLOAT_FIELDS = {f.name for f in fields(TrainConfig) if f.type in ("float", float)}
 
 
 def _apply_override(data: dict[str, Any], item: str) -> None:
