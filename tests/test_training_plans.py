@@ -101,6 +101,10 @@ def test_stage_two_plans_are_as_long_as_the_planner_was_trained_to_write(tmp_pat
     plans = stage2.stage2_plans(config, "unused", digit_problems()[:2], tmp_path)
     assert set(plans.values()) == {LONG}
     assert [s.max_tokens for s in seen] == [2048]
+    # a stage=coder run with its own (Coder) max_completion_length names the stage-1 length explicitly
+    stage2.stage2_plans(config.replace(plan_max_tokens=300, planner_backend="other"), "unused", digit_problems()[:2],
+                        tmp_path)
+    assert [s.max_tokens for s in seen] == [2048, 300]
 
 
 def test_the_validation_probe_leaves_sandbox_errors_out_instead_of_counting_them_failed():

@@ -71,7 +71,8 @@ def stage2_plans(
     planner = partner_backend(config.planner_backend, planner_source, config.bf16)
     try:
         # the length the Planner was trained to write (stage 1's max_completion_length), not the partners' cap
-        sampling = SamplingConfig(temperature=1.0, top_p=config.top_p, max_tokens=config.max_completion_length)
+        max_tokens = config.plan_max_tokens or config.max_completion_length
+        sampling = SamplingConfig(temperature=1.0, top_p=config.top_p, max_tokens=max_tokens)
         return cache.ensure(problems, planner, sampling)
     finally:
         planner.close()
