@@ -42,6 +42,11 @@ SCRIPT = textwrap.dedent("""
         out["bomb"] = sb.run(bomb, ADD).status.value
         escapee = "import subprocess\\nsubprocess.Popen(['sleep', '987654'], start_new_session=True)\\n" + GOOD
         out["escapee"] = sb.run(escapee, ADD).status.value
+        # a file left on the scratch tmpfs (the job owns it without root) is gone for the next job
+        leave = "import os\\nopen(os.path.join(os.path.dirname(os.getcwd()), 'x'), 'w').write('3')\\n" + GOOD
+        sb.run(leave, ADD)
+        pick = "import os\\ndef add(a, b):\\n    return int(open(os.path.join(os.path.dirname(os.getcwd()), 'x')).read())"
+        out["cheat"] = sb.run(pick, ADD).status.value
         out["after"] = sb.run(GOOD, ADD).status.value
     print(json.dumps(out))
 """)
@@ -74,6 +79,8 @@ def test_unprivileged_user_gets_the_same_protections(tmp_path):
     if not iso["user_namespace"]:
         pytest.skip(f"user namespaces are not available to unprivileged users here: {iso}")
     assert iso["network"] and iso["readonly_fs"] and iso["pid_namespace"] and not iso["uid_drop"]
+    assert iso["ipc_namespace"] and iso["hidden_data"] and not iso["job_cgroup"]
+    assert out["cheat"] == "runtime_error"  # FileNotFoundError: the file did not survive its job
     assert out["good"] == "passed" and out["after"] == "passed" and out["wrong"] == "wrong_answer"
     assert out["loop"] == "timeout" and out["write"] == "runtime_error" and not target.exists()
     assert out["remount"] == "passed"  # mount() returned -1: the job cannot undo the read-only binds

@@ -207,7 +207,9 @@ def drop_to_job_user(uid: int, user_namespace: bool, ipc: bool = False) -> None:
     """
     if user_namespace:
         # Unprivileged worker: a nested user namespace takes away the capabilities that would let the
-        # program remount our read-only binds.
+        # program remount our read-only binds. (Dumpable again first: the worker is not, and a task that
+        # is not cannot write its own uid_map. The judge turns it off again afterwards.)
+        prctl(PR_SET_DUMPABLE, 1)
         unshare(CLONE_NEWUSER | (CLONE_NEWIPC if ipc else 0))
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", "0 0 1")

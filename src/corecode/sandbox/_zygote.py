@@ -140,8 +140,11 @@ class Worker:
             if self.setup.get("cgroup"):
                 _kill_cgroup(self.setup["cgroup"], os.getpid())
             _reap(block=False)
-        for name in os.listdir(self.jobdir):
-            path = os.path.join(self.jobdir, name)
+        # The job dir's contents, and anything else on the scratch tmpfs (without root, jobs own the
+        # scratch dir too): nothing written by one child is there for the next.
+        stale = [os.path.join(self.jobdir, n) for n in os.listdir(self.jobdir)]
+        stale += [os.path.join(self.scratch, n) for n in os.listdir(self.scratch) if n != "job"]
+        for path in stale:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
             else:
