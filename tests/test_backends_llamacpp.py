@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("llama_cpp")
+pytest.importorskip("llama_cpp", reason="the optional [llama] extra is not installed (README, Tests)")
 
 from corecode.backends import SamplingConfig, ensure_model, load_backend  # noqa: E402
 from corecode.backends import llamacpp  # noqa: E402
@@ -22,7 +22,7 @@ def _ensure(name):
     try:
         return ensure_model(name)
     except ModelError as exc:
-        pytest.skip(f"built-in model not installed: {exc}")
+        pytest.skip(f"the optional [models] extra ({name}) is not installed (README, Tests): {exc}")
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,6 @@ def test_a_file_that_is_not_a_model_fails_clearly(tmp_path):
 
 
 def test_openai_client_round_trip_through_our_server_on_the_real_model(smol):
-    pytest.importorskip("httpx")
     from corecode.backends.server import serve
 
     [[direct]] = smol.generate([FRANCE], GREEDY)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-pytest.importorskip("httpx")
+import httpx  # noqa: E402,F401 - a core dependency
 
 from corecode.backends import SamplingConfig, load_backend  # noqa: E402
 from corecode.backends.scripted import ScriptedBackend  # noqa: E402

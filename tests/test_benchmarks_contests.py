@@ -51,14 +51,14 @@ def test_code_contests_reference_passes_and_wrong_program_fails():
 
 
 def test_code_contests_parquet_equals_jsonl():
-    pytest.importorskip("pyarrow")
+    import pyarrow  # noqa: F401 - the [hub] extra (in [train] and [all]) is required
     from_parquet = load_benchmark("code_contests", "valid", path=FIXTURES / "code_contests.parquet")
     from_jsonl = load_benchmark("code_contests", "valid", path=FIXTURES / "code_contests.jsonl")
     assert from_parquet == from_jsonl and from_parquet[0].split == "valid"
 
 
 def test_code_contests_hub_path_offline(tmp_path):
-    pytest.importorskip("datasets")
+    import datasets  # noqa: F401 - the [hub] extra (in [train] and [all]) is required
     spec = dataclasses.replace(
         BENCHMARKS["code_contests"], hub_id="parquet",
         hub_kwargs={"data_files": {"test": str(FIXTURES / "code_contests.parquet")}, "cache_dir": str(tmp_path)},

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_planner_coder_on_humaneval_with_the_builtin_model(tmp_path):
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp", reason="the optional [llama] extra is not installed (README, Tests)")
     out = tmp_path / "run"
     proc = subprocess.run(
         [sys.executable, "-m", "corecode", "eval", "--limit", "2", "--n", "1", "--temperature", "0",

@@ -16,9 +16,8 @@ LIMIT, N = 4, 3
 TOTAL = LIMIT * N
 
 
-def _command(shared_data, out):
-    return [sys.executable, "-m", "corecode", "eval", "--benchmark", "mbpp",
-            "--data-path", str(shared_data / "mbpp" / "mbpp.jsonl"), "--limit", str(LIMIT), "--n", str(N),
+def _command(out):  # MBPP from the copy shipped in corecode: runs on any clone
+    return [sys.executable, "-m", "corecode", "eval", "--benchmark", "mbpp", "--limit", str(LIMIT), "--n", str(N),
             "--temperature", "0.8", "--pipeline", "direct", "--model", ORACLE, "--out", str(out),
             "--workers", "2", "--no-progress"]
 
@@ -43,9 +42,9 @@ def _final(out):
     return results, summary["pass_at_k"], summary["apr"]
 
 
-def test_killed_run_resumes_to_the_same_results_without_regenerating(tmp_path, shared_data):
+def test_killed_run_resumes_to_the_same_results_without_regenerating(tmp_path):
     out, log = tmp_path / "killed", tmp_path / "calls.log"
-    proc = subprocess.Popen(_command(shared_data, out), env=_env(log, 0.4), cwd=tmp_path,
+    proc = subprocess.Popen(_command(out), env=_env(log, 0.4), cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     samples = out / "samples.jsonl"
     deadline = time.monotonic() + 120
@@ -61,7 +60,7 @@ def test_killed_run_resumes_to_the_same_results_without_regenerating(tmp_path, s
         fh.write('{"task_id": "mbpp/1')
     first_pid_calls = len(_lines(log))
 
-    restart = subprocess.run(_command(shared_data, out), env=_env(log, 0), cwd=tmp_path,
+    restart = subprocess.run(_command(out), env=_env(log, 0), cwd=tmp_path,
                              capture_output=True, text=True, timeout=300)
     assert restart.returncode == 0, restart.stderr
     assert "Pass@1" in restart.stdout
@@ -71,7 +70,7 @@ def test_killed_run_resumes_to_the_same_results_without_regenerating(tmp_path, s
     assert len(keys) == len(set(keys)) == TOTAL
 
     fresh = tmp_path / "fresh"
-    clean = subprocess.run(_command(shared_data, fresh), env=_env(tmp_path / "fresh.log", 0), cwd=tmp_path,
+    clean = subprocess.run(_command(fresh), env=_env(tmp_path / "fresh.log", 0), cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     assert clean.returncode == 0, clean.stderr
     assert _final(out) == _final(fresh)

@@ -22,8 +22,8 @@ def importable_fixtures(monkeypatch):
     monkeypatch.syspath_prepend(str(REPO_ROOT))  # so that the "tests.fixtures..." model spec imports
 
 
-def _config(tmp_path, shared_data, name, **changes):
-    base = dict(benchmark="mbpp", data_path=str(shared_data / "mbpp" / "mbpp.jsonl"), limit=3, n=3,
+def _config(tmp_path, name, **changes):  # MBPP from the copy shipped in corecode: runs on any clone
+    base = dict(benchmark="mbpp", limit=3, n=3,
                 temperature=0.8, pipeline="direct", model=ORACLE, out=str(tmp_path / name), workers=2)
     return EvalConfig(**{**base, **changes})
 
@@ -37,8 +37,8 @@ def _expected_pass(config, task_id, index, call):
     return (sample_seed(config.seed, task_id, index) + call) % 3 != 0
 
 
-def test_direct_run_scores_what_the_model_wrote(tmp_path, shared_data):
-    config = _config(tmp_path, shared_data, "direct")
+def test_direct_run_scores_what_the_model_wrote(tmp_path):
+    config = _config(tmp_path, "direct")
     summary = run_eval(config, progress=False, log=lambda _: None)
     results = _results(config.run_dir)
     assert len(results) == 9
@@ -54,9 +54,9 @@ def test_direct_run_scores_what_the_model_wrote(tmp_path, shared_data):
     assert len({s["seed"] for s in samples}) == 9  # every (problem, sample) draws with its own seed
 
 
-def test_known_wrong_sample_file_scores_zero(tmp_path, shared_data):
+def test_known_wrong_sample_file_scores_zero(tmp_path):
     # a sample file already complete: nothing is generated (the model spec would not even load)
-    config = _config(tmp_path, shared_data, "wrong", model="scripted:/nonexistent.json", n=1, temperature=0.2)
+    config = _config(tmp_path, "wrong", model="scripted:/nonexistent.json", n=1, temperature=0.2)
     config.run_dir.mkdir()
     with open(config.run_dir / "samples.jsonl", "w") as fh:
         for task_id, entry in (("mbpp/11", "remove_Occ"), ("mbpp/12", "sort_matrix"), ("mbpp/13", "count_common")):
@@ -68,8 +68,8 @@ def test_known_wrong_sample_file_scores_zero(tmp_path, shared_data):
     assert summary["failures"]["wrong_answer"] == 1.0
 
 
-def test_planner_coder_collaboration_gain_against_the_coder_alone(tmp_path, shared_data):
-    config = _config(tmp_path, shared_data, "pc", pipeline="planner_coder")
+def test_planner_coder_collaboration_gain_against_the_coder_alone(tmp_path):
+    config = _config(tmp_path, "pc", pipeline="planner_coder")
     messages = []
     summary = run_eval(config, progress=False, log=messages.append)
     cg = summary["collaboration"]
@@ -81,30 +81,30 @@ def test_planner_coder_collaboration_gain_against_the_coder_alone(tmp_path, shar
     assert cg["pass1_with"] == pytest.approx(with_plan) and cg["pass1_alone"] == pytest.approx(alone)
     assert cg["cg_points"] == pytest.approx(100 * (with_plan - alone))
     # a second pipeline run next to it reuses the finished Coder-alone run instead of generating again
-    again = run_eval(_config(tmp_path, shared_data, "pc2", pipeline="planner_coder"), progress=False,
+    again = run_eval(_config(tmp_path, "pc2", pipeline="planner_coder"), progress=False,
                      log=messages.append)
     assert again["collaboration"]["baseline_reused"] is True
     assert any("reusing" in m for m in messages)
 
 
-def test_resuming_with_other_settings_is_refused(tmp_path, shared_data):
-    config = _config(tmp_path, shared_data, "r", n=1, limit=1, temperature=0.2)
+def test_resuming_with_other_settings_is_refused(tmp_path):
+    config = _config(tmp_path, "r", n=1, limit=1, temperature=0.2)
     run_eval(config, progress=False, log=lambda _: None)
     with pytest.raises(ConfigError, match="different settings .*n"):
         run_eval(config.replace(n=2, temperature=0.8), progress=False, log=lambda _: None)
 
 
-def test_concurrent_generation_gives_the_same_results_as_sequential(tmp_path, shared_data):
-    sequential = _config(tmp_path, shared_data, "seq", pipeline="planner_coder", baseline="off")
-    threaded = _config(tmp_path, shared_data, "thr", pipeline="planner_coder", baseline="off", concurrency=4)
+def test_concurrent_generation_gives_the_same_results_as_sequential(tmp_path):
+    sequential = _config(tmp_path, "seq", pipeline="planner_coder", baseline="off")
+    threaded = _config(tmp_path, "thr", pipeline="planner_coder", baseline="off", concurrency=4)
     run_eval(sequential, progress=False, log=lambda _: None)
     run_eval(threaded, progress=False, log=lambda _: None)
     strip = lambda rows: {k: (r["status"], r["n_passed"]) for k, r in rows.items()}  # noqa: E731
     assert strip(_results(sequential.run_dir)) == strip(_results(threaded.run_dir))
 
 
-def test_a_run_extends_to_more_problems_generating_only_the_new_ones(tmp_path, shared_data):
-    small = _config(tmp_path, shared_data, "grow", limit=2, n=2)
+def test_a_run_extends_to_more_problems_generating_only_the_new_ones(tmp_path):
+    small = _config(tmp_path, "grow", limit=2, n=2)
     run_eval(small, progress=False, log=lambda _: None)
     before = (small.run_dir / "samples.jsonl").read_text()
     summary = run_eval(small.replace(limit=3), progress=False, log=lambda _: None)

@@ -18,7 +18,7 @@ def installed(package):
     try:
         importlib.metadata.distribution(package)
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip(f"{package} is not installed")
+        pytest.skip(f"{package} (the optional [models] / [models-1_5b] extras) is not installed (README, Tests)")
 
 
 def test_list_shows_every_model_and_what_to_do(capsys):

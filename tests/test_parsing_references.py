@@ -48,8 +48,8 @@ def test_humaneval_references_survive_extraction(sandbox):
     assert not sandbox.run(bodies["HumanEval/0"], jobs[0][1]).passed
 
 
-def test_mbpp_example_usage_is_stripped(sandbox, shared_data):
-    problems = load_benchmark("mbpp", path=shared_data / "mbpp" / "mbpp.jsonl", limit=100)
+def test_mbpp_example_usage_is_stripped(sandbox):
+    problems = load_benchmark("mbpp", limit=100)  # the copy shipped in corecode
     jobs = []
     for problem in problems:
         reference = problem.reference_solutions[0]

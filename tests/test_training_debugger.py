@@ -17,7 +17,7 @@ from corecode.rewards import sandbox_executor
 from corecode.sandbox import Sandbox, SandboxConfig
 from corecode.training.toy import digit_debug_problems, digit_problems
 
-pytest.importorskip("trl")
+import trl  # noqa: E402,F401 - the [train] extra is required (README): missing, these tests fail, never skip
 
 from corecode.training.debugger import NO_PLAN, DebugCaseCache, DebugProbe, debugger_rows  # noqa: E402
 
