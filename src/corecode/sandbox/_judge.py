@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.util
 import io
 import json
 import marshal
@@ -355,8 +356,18 @@ def _status_of(exc: BaseException) -> dict:
 
 def run_function_tests(program: Program, events: Events, indices: list[int], secret: dict, meter) -> list[dict]:
     specs = secret["tests"]
-    trusted = _compile(secret.get("trusted") or "", "prompt.py") if secret.get("trusted") else None
-    setup = _compile(secret.get("setup") or "", "test_setup.py") if (secret.get("setup") or "").strip() else None
+    # Code objects compiled by the harness (trusted), so the judge does not compile per job; compiled here
+    # instead when the workers run another Python than the harness (SandboxConfig.python).
+    same = secret.get("magic") == importlib.util.MAGIC_NUMBER
+    sources = secret.get("sources") or {}
+
+    def code_of(blob, source, name):
+        if same:
+            return marshal.loads(blob) if blob else None
+        return _compile(source, name) if source and source.strip() else None
+
+    trusted = code_of(secret.get("trusted"), sources.get("trusted"), "prompt.py")
+    setup = code_of(secret.get("setup"), sources.get("setup"), "test_setup.py")
     entry = secret.get("entry_point")
     first = None
     try:
@@ -396,7 +407,7 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
                     outcome = {"status": "wrong_answer",
                                "detail": f"expected {vd.short(expected)}, got {vd.short(value)}"}
             else:
-                code = compile(spec[1], "test.py", "exec")
+                code = marshal.loads(spec[1]) if same else compile(spec[2], "test.py", "exec")
                 ns = TestNamespace(program, dict(builtins.__dict__))
                 if trusted is not None:
                     try:

@@ -10,6 +10,7 @@ tests with expected literals stripped, serve only the measurement pass of progra
 from __future__ import annotations
 
 import functools
+import importlib.util
 import marshal
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,22 @@ class Job:
     secret: dict
     n_tests: int
     timeout_s: float  # how long the harness waits for the worker's answer
+
+
+@functools.lru_cache(maxsize=8192)  # RL runs the same tests for every sample of a problem
+def _judge_code(code: str) -> bytes:
+    """The judge's version of an assert test, compiled once here (the judge unmarshals it)."""
+    return marshal.dumps(compile(judge_source(code), "test.py", "exec"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _trusted_code(source: str, name: str) -> bytes | None:
+    """The problem's own code compiled for the judge; None when it does not compile on its own (e.g. a
+    starter code that is only a signature)."""
+    try:
+        return marshal.dumps(compile(source, name, "exec"))
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
+        return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -72,7 +89,7 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
         elif isinstance(test, AssertTest):
             try:
                 rewritten = rewrite_assert(test.code)
-                judged.append(("assert", judge_source(test.code)))
+                judged.append(("assert", _judge_code(test.code), judge_source(test.code)))
             except (SyntaxError, ValueError) as exc:
                 raise ConfigError(f"test {index}: the test code does not compile: {exc}") from None
             items.append(("assert", rewritten.source))
@@ -101,7 +118,10 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
         "limits": limits, "deadline_s": deadline, "check_names": (CHECK_NAME, PAIR_NAME),
         "files": files,
     }
-    secret = {"checks": checks, "outputs": outputs, "tests": judged, "setup": setup_code,
-              "trusted": trusted_code, "entry_point": entry_point,
+    secret = {"checks": checks, "outputs": outputs, "tests": judged,
+              "setup": _trusted_code(setup_code, "test_setup.py") if setup_code.strip() else None,
+              "trusted": _trusted_code(trusted_code, "prompt.py") if trusted_code.strip() else None,
+              "sources": {"setup": setup_code, "trusted": trusted_code}, "magic": importlib.util.MAGIC_NUMBER,
+              "entry_point": entry_point,
               "checker": checker.source if checker is not None else None}
     return Job(public, secret, len(tests), deadline + config.job_timeout_margin_s)
