@@ -3,7 +3,7 @@
 import pytest
 
 from corecode.cli import build_parser
-from corecode.cli.eval_cmd import QUICK_LIMIT, QUICK_N, config_from_args
+from corecode.cli.eval_cmd import QUICK_LIMIT, QUICK_MAX_TOKENS, QUICK_N, config_from_args
 from corecode.errors import ConfigError
 
 
@@ -15,6 +15,7 @@ def test_no_arguments_is_the_quick_main_job():
     config = _config()
     assert (config.benchmark, config.pipeline, config.model) == ("humaneval", "planner_coder", "qwen2.5-coder-0.5b")
     assert (config.limit, config.n) == (QUICK_LIMIT, QUICK_N) and config.temperature > 0
+    assert config.max_tokens == QUICK_MAX_TOKENS < 1024  # bounded: the quick job must stay under 5 minutes
     assert config.baseline == "auto"
 
 
