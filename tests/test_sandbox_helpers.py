@@ -29,13 +29,39 @@ def children_of(pid: int) -> list[int]:
     return kids
 
 
+def _is_judge(pid: int, judge_uid: int) -> bool:
+    """A worker's judge process (it serves job after job, so it stays): it runs as the judge uid."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1]) == judge_uid
+    except OSError:
+        pass
+    return False
+
+
+def job_children(sandbox, pid: int) -> list[int]:
+    """Children of a worker other than its judge process."""
+    judge_uid = sandbox.config.judge_uid if os.getuid() == 0 else -1
+    return [k for k in children_of(pid) if not _is_judge(k, judge_uid)]
+
+
+def judge_of(sandbox, pid: int) -> int | None:
+    judge_uid = sandbox.config.judge_uid if os.getuid() == 0 else -1
+    return next((k for k in children_of(pid) if _is_judge(k, judge_uid)), None)
+
+
 def assert_clean(sandbox) -> None:
     """No process of any job survives, no file is left in the workers' scratch dirs, the pool works."""
+    judge_uid = sandbox.config.judge_uid if os.getuid() == 0 else -1
     for pid in sandbox.worker_pids:
-        assert children_of(pid) == [], f"worker {pid} still has children"
+        kids = [k for k in children_of(pid) if not _is_judge(k, judge_uid)]
+        assert kids == [], f"worker {pid} still has children"
+        assert len(children_of(pid)) - len(kids) <= 1, "at most one judge process per worker"
     for worker in sandbox._workers:
         if worker.cgroup:
             procs = {int(p) for p in Path(worker.cgroup, "cgroup.procs").read_text().split()}
+            procs = {p for p in procs if not _is_judge(p, judge_uid)}
             assert procs <= {worker.proc.pid, worker.pid}, f"processes left in {worker.cgroup}: {procs}"
     # (Other sandboxes on a shared machine also run jobs as the job uid, so the check is by cgroup.)
     for worker in sandbox._workers:

@@ -9,7 +9,7 @@ import pytest
 
 from corecode.sandbox import Sandbox, SandboxConfig
 from corecode.types import StdioTest
-from test_sandbox_helpers import ADD, GOOD_ADD, assert_clean, children_of
+from test_sandbox_helpers import ADD, GOOD_ADD, assert_clean, job_children, judge_of
 
 PROGRAMS = [
     GOOD_ADD,
@@ -40,8 +40,10 @@ def _run_many(n_jobs: int) -> None:
         warm = [(PROGRAMS[i % len(PROGRAMS)], ADD) for i in range(50)]
         sb.run_batch(warm)
         workers = list(sb.worker_pids)
+        judges = [judge_of(sb, p) for p in workers]  # each worker's judge serves job after job
         before = {"harness_fds": _fds(os.getpid()), "worker_fds": [_fds(p) for p in workers],
-                  "worker_rss": [_rss_kb(p) for p in workers], "tmp": _tmp_entries()}
+                  "worker_rss": [_rss_kb(p) for p in workers], "tmp": _tmp_entries(),
+                  "judge_fds": [_fds(j) for j in judges if j], "judge_rss": [_rss_kb(j) for j in judges if j]}
         jobs = [(PROGRAMS[i % len(PROGRAMS)], ADD) for i in range(n_jobs)]
         results = sb.run_batch(jobs)
         stdio = sb.execute("print(input())", [StdioTest(str(i), str(i)) for i in range(50)])
@@ -53,7 +55,12 @@ def _run_many(n_jobs: int) -> None:
         for pid, rss in zip(workers, before["worker_rss"]):
             assert _rss_kb(pid) < rss + 2048, "worker memory grew by more than 2 MiB"
         assert _tmp_entries() == before["tmp"]
-        assert all(children_of(p) == [] for p in workers)
+        assert all(job_children(sb, p) == [] for p in workers)
+        if os.getuid() == 0:  # the judges survived every job, and did not grow
+            assert [judge_of(sb, p) for p in workers] == judges and None not in judges
+            assert [_fds(j) for j in judges] == before["judge_fds"]
+            for pid, rss in zip(judges, before["judge_rss"]):
+                assert _rss_kb(pid) < rss + 4096, "judge memory grew by more than 4 MiB"
         assert_clean(sb)
 
 

@@ -25,6 +25,7 @@ import marshal
 import os
 import pickle
 import select
+import socket
 import struct
 import sys
 import time
@@ -51,46 +52,50 @@ class Unusable(Exception):
 
 
 class Events:
-    """The judge's line to the worker: test boundaries (for measurements and limits), and the worker's
-    word when the program child has died."""
+    """The judge's line to the worker (a stream socket): jobs (with their descriptors) come in, test
+    boundaries go out (the worker applies each test's limits), and the worker's word that the program
+    child died comes in, tagged with the job's number."""
 
-    def __init__(self, ev_w: int, ack_r: int):
-        self.ev_w, self.ack_r = ev_w, ack_r
+    def __init__(self, sock):
+        self.sock = sock
+        self.ack_r = sock.fileno()
         self.buf = bytearray()
+        self.fds: list[int] = []
+        self.jobs: list[tuple[bytes, list[int]]] = []
+        self.seq = 0
         self.dead: tuple[str, str] | None = None
 
     def send(self, *message) -> None:
         data = marshal.dumps(message)
-        frame = struct.pack("<I", len(data)) + data
-        while frame:
-            frame = frame[os.write(self.ev_w, frame):]
+        self.sock.sendall(struct.pack("<I", len(data)) + data)
 
-    def pump(self) -> list[tuple]:
-        """Read what the worker sent (the caller knows the fd is readable)."""
-        data = os.read(self.ack_r, 1 << 16)
+    def pump(self) -> None:
+        """Read what the worker sent (the caller knows the socket is readable)."""
+        data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 16)
         if not data:
-            raise ProgramDied("runtime_error", "the worker went away")
+            os._exit(0)  # the worker is gone
         self.buf += data
-        out = []
+        self.fds.extend(fds)
         while len(self.buf) >= 4:
             (size,) = struct.unpack("<I", self.buf[:4])
             if len(self.buf) < 4 + size:
                 break
             item = marshal.loads(bytes(self.buf[4:4 + size]))
             del self.buf[:4 + size]
-            if item[0] == "dead":
-                self.dead = (item[1], item[2])
-            else:
-                out.append(item)
-        return out
+            if item[0] == "job":
+                self.jobs.append((item[1], self.fds))
+                self.fds = []
+            elif item[0] == "dead" and item[1] == self.seq:
+                self.dead = (item[2], item[3])
 
-    def ask(self, *message) -> tuple:
-        self.send(*message)
-        while True:
+    def next_job(self) -> tuple[dict, list[int]]:
+        while not self.jobs:
             select.select([self.ack_r], [], [])
-            answers = self.pump()
-            if answers:
-                return answers[0]
+            self.pump()
+        blob, fds = self.jobs.pop(0)
+        job = pickle.loads(blob)
+        self.seq, self.dead = job["seq"], None
+        return job, fds
 
 
 class Program:
@@ -451,10 +456,24 @@ def run_checker(source: str, cases: list[tuple[str, str, str]]) -> list[dict]:
     return out
 
 
-def judge_main(job: dict) -> None:
-    """In the judge process: read the secret, run the function tests, judge stdio cases, reply."""
-    events = Events(job["ev_w"], job["ack_r"])
-    secret = pickle.loads(job["recv"](job["ctl_in"]))  # straight from the harness: the worker never reads it
+def serve(sock, judge: dict, meter) -> None:
+    """The judge process's loop: one job after another, until the worker goes away."""
+    events = Events(sock)
+    while True:
+        job, fds = events.next_job()
+        try:
+            judge_one(job, fds, events, judge, meter)
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def judge_one(job: dict, fds: list[int], events: Events, judge: dict, meter) -> None:
+    """Read the job's secret, run its function tests, judge its stdio cases, write the reply."""
+    secret = pickle.loads(judge["recv"](judge["ctl_in"]))  # straight from the harness: the worker never reads it
     events.send("secret")
     public = job["public"]
     n = public["n_tests"]
@@ -463,30 +482,28 @@ def judge_main(job: dict) -> None:
         results = [vd.result(i, "syntax_error", detail=str(job["syntax_error"])) for i in range(n)]
     else:
         function = next((g for g in public["groups"] if g["kind"] == "function"), None)
-        if function is not None:
-            program = Program(job["req_w"], job["rep_r"], events)
-            meter = job["meter"]
-            meter.exclude.add(int(os.readlink("/proc/self")))
+        if function is not None and job["program"]:
+            req_w, rep_r, out_fd, err_fd = fds
+            program = Program(req_w, rep_r, events)
             function_results = run_function_tests(program, events, function["tests"], secret, meter)
             cap = public["limits"]["output"]
-            stdout_size = os.fstat(job["out_fd"]).st_size
-            if stdout_size >= cap:  # the write that hit the cap may have raised EFBIG in the program
+            if os.fstat(out_fd).st_size >= cap:  # the write that hit the cap may have raised EFBIG
                 first = next((r for r in function_results if r["status"] != "passed"), None)
                 if first is not None:
                     first.update(status="output_limit", detail="output limit exceeded", exception=None)
             target = next((r for r in function_results if r["status"] != "passed"),
                           function_results[-1] if function_results else None)
             if target is not None:
-                target["stdout"] = vd.text(os.pread(job["out_fd"], vd.CAPTURE, 0))
-                target["stderr"] = vd.text(os.pread(job["err_fd"], vd.CAPTURE, 0))
+                target["stdout"] = vd.text(os.pread(out_fd, vd.CAPTURE, 0))
+                target["stderr"] = vd.text(os.pread(err_fd, vd.CAPTURE, 0))
             results.extend(function_results)
         results.extend(_stdio_results(public, secret, job["stdio"]))
     results.sort(key=lambda r: r["index"])
-    reply = memoryview(json.dumps({"tests": results, "wall": time.monotonic() - job["t0"]}).encode())
-    while reply:  # into the worker's memfd: the worker sends it on, after its sweep, without reading it
-        reply = reply[os.write(job["reply_fd"], reply):]
+    reply = json.dumps({"tests": results, "wall": time.monotonic() - job["t0"]}).encode()
+    offset = 0
+    while offset < len(reply):  # into the worker's memfd: the worker sends it on, after its sweep, unread
+        offset += os.pwrite(judge["reply_fd"], reply[offset:], offset)
     events.send("replied")
-    os._exit(0)
 
 
 def _stdio_results(public: dict, secret: dict, reports: list[tuple[dict, dict]]) -> list[dict]:

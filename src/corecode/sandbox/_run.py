@@ -14,11 +14,13 @@ from __future__ import annotations
 import fcntl
 import json
 import marshal
+import pickle
 import math
 import os
 import resource
 import select
 import signal
+import socket
 import stat
 import struct
 import sys
@@ -173,6 +175,53 @@ class Meter:
                         out.append(kid)
                         todo.append(kid)
         return out
+
+    def tree(self) -> list[int]:
+        """Every live descendant of the worker outside the judge (zombies left out), whatever the mode."""
+        out, todo = [], [self.self_pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                        kids = [int(k) for k in f.read().split()]
+                except (OSError, ValueError):
+                    continue
+                for kid in kids:
+                    if kid in self.exclude:
+                        continue
+                    todo.append(kid)
+                    try:
+                        with open(f"/proc/{kid}/stat", "rb") as f:
+                            if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                                continue
+                    except (OSError, IndexError):
+                        continue
+                    out.append(kid)
+        return out
+
+    def sweep(self, reap) -> bool:
+        """SIGKILL every process of the job (all descendants but the judge) until none is left; reap them.
+
+        False if some would not go (the caller then falls back to ``kill(-1)``, which ends the judge too).
+        """
+        for round_ in range(2000):
+            live = self.tree()
+            reap()
+            if not live:
+                return True
+            for pid in live:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if round_ > 2:
+                time.sleep(0.0002)
+        return False
 
     def kill_all(self) -> None:
         """SIGKILL every process of the job (not the worker, not the judge)."""
@@ -521,43 +570,34 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     program = None
     if function is not None and syntax_error is None:
         program = _start_program(ctx, public)
-    ev_r, ev_w = os.pipe2(os.O_CLOEXEC)
-    ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
     reply_fd = judge["reply_fd"]  # one per worker, emptied before and after each job
     os.ftruncate(reply_fd, 0)
-    os.lseek(reply_fd, 0, os.SEEK_SET)  # the judge writes through the shared file offset
-    job = {"reply_fd": reply_fd, "meter": meter, "public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0, "ev_w": ev_w,
-           "ack_r": ack_r, "req_w": program["req_w"] if program else -1, "rep_r": program["rep_r"] if program else -1,
-           "out_fd": program["out_fd"] if program else -1, "err_fd": program["err_fd"] if program else -1, **judge}
     budget = 5.0 + limits["load_cpu"] + 2 * sum(limits["cpu"])
-    exit_now = os._exit
-    jpid = os.fork()
-    meter.exclude.add(jpid)
-    if jpid == 0:
-        try:
-            keep = {judge["ctl_in"], ev_w, ack_r, reply_fd}
-            keep |= {fd for name, fd in meter.fds.items() if name in ("cpu", "procs", "usage", "max_usage", "oom")}
-            if program:
-                keep |= {program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]}
-            _become_judge(ctx, keep, budget)
-            _judge.judge_main(job)
-        except BaseException:  # noqa: BLE001
-            os.write(2, traceback.format_exc().encode()[-4000:])
-        finally:
-            exit_now(1)
-    for fd in (ev_w, ack_r):
-        os.close(fd)
-    if program:
-        for fd in (program["req_w"], program["rep_r"]):
-            os.close(fd)
+    jp = judge["process"]
+    jp.seq += 1
+    message = pickle.dumps({"public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0,
+                            "seq": jp.seq, "program": program is not None}, protocol=5)
+    fds = [program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]] if program else []
     try:
-        state = _supervise(ctx, public, function, program, jpid, ev_r, ack_w, budget, t0)
-    finally:
-        os.close(ev_r)
-        os.close(ack_w)
+        for attempt in range(2):
+            _ensure_judge(ctx, judge)
+            try:
+                _send_job(jp, message, fds)
+                break
+            except OSError:  # the judge died between jobs: a new one, once
+                _judge_gone(jp, ctx["meter"], kill=True)
+        else:
+            raise RuntimeError("cannot hand the job to a judge process")
         if program:
-            for fd in (program["out_fd"], program["err_fd"]):
+            for fd in (program["req_w"], program["rep_r"]):
                 os.close(fd)
+            program["req_w"] = program["rep_r"] = -1
+        state = _supervise(ctx, public, function, program, jp, budget, t0)
+    finally:
+        if program:
+            for fd in (program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]):
+                if fd >= 0:
+                    os.close(fd)
     ctx["sweep"]()
     try:
         if state["replied"]:
@@ -578,6 +618,92 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     tests = [{"index": i, "status": status, "cpu_time_s": 0.0, "wall_time_s": 0.0, "peak_memory_bytes": 0,
               "exception": None, "detail": detail, "stdout": "", "stderr": ""} for i in range(public["n_tests"])]
     judge["send"](judge["ctl_out"], json.dumps({"tests": tests, "wall": time.monotonic() - t0}).encode())
+
+
+class JudgeProcess:
+    """The worker's judge process: forked from the worker when first needed (and again after it died or
+    was killed), it then serves job after job, so a job costs it no fork. It never runs program code and
+    no program process is ever forked from it; it holds past jobs' secrets, which is why it runs as
+    another uid and is not dumpable."""
+
+    def __init__(self) -> None:
+        self.pid, self.sock, self.pidfd, self.seq, self.buf = 0, None, -1, 0, bytearray()
+
+
+def _ensure_judge(ctx: dict, judge: dict) -> None:
+    jp, meter = judge["process"], ctx["meter"]
+    if jp.pid:
+        return
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    exit_now = os._exit
+    pid = os.fork()
+    if pid == 0:
+        try:
+            parent.close()
+            keep = {judge["ctl_in"], judge["reply_fd"], child.fileno()}
+            keep |= {fd for name, fd in meter.fds.items() if name in ("cpu", "procs", "usage", "max_usage", "oom")}
+            _become_judge(ctx, keep)
+            meter.exclude.add(int(os.readlink("/proc/self")))
+            _judge.serve(child, judge, meter)
+        except BaseException:  # noqa: BLE001
+            os.write(2, traceback.format_exc().encode()[-4000:])
+        finally:
+            exit_now(1)
+    child.close()
+    jp.pid, jp.sock, jp.pidfd, jp.buf = pid, parent, os.pidfd_open(pid), bytearray()
+    meter.exclude.add(pid)
+
+
+def _judge_gone(jp: JudgeProcess, meter: Meter, kill: bool) -> int | None:
+    """Forget a judge that died (or kill it first); return its exit status if we reaped it."""
+    code = None
+    if jp.pid:
+        if kill:
+            try:
+                os.kill(jp.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            code = os.waitstatus_to_exitcode(os.waitpid(jp.pid, 0)[1])
+        except ChildProcessError:  # already reaped by a sweep
+            pass
+        meter.exclude.discard(jp.pid)
+    if jp.sock is not None:
+        jp.sock.close()
+    if jp.pidfd >= 0:
+        os.close(jp.pidfd)
+    jp.pid, jp.sock, jp.pidfd = 0, None, -1
+    return code
+
+
+def _send_job(jp: JudgeProcess, message: bytes, fds: list[int]) -> None:
+    body = marshal.dumps(("job", message))
+    frame = struct.pack("<I", len(body)) + body
+    socket.send_fds(jp.sock, [frame[:4]], fds)  # the descriptors travel with the frame's first bytes
+    jp.sock.sendall(frame[4:])
+
+
+def _become_judge(ctx: dict, keep: set[int]) -> None:
+    """In the judge: only its own descriptors, no program data, another uid, not dumpable, limited."""
+    for fd in os.listdir("/proc/self/fd"):
+        if int(fd) > 2 and int(fd) not in keep:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    os.chdir("/")
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    if ctx["uid_drop"] or ctx["user_namespace"]:
+        iso.drop_to_job_user(ctx["judge_uid"], ctx["user_namespace"])
+    iso.prctl(iso.PR_SET_DUMPABLE, 0)  # the program (same uid without root) cannot ptrace or read us
+    iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
+    with open("/proc/self/statm", "rb") as f:
+        vm_size = int(f.read().split()[0]) * PAGE
+    memory = max(ctx["limits"]["memory"], 1 << 30)
+    resource.setrlimit(resource.RLIMIT_AS, (vm_size + memory + (256 << 20),) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))  # its reply memfd
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _start_program(ctx: dict, public: dict) -> dict:
@@ -604,47 +730,23 @@ def _start_program(ctx: dict, public: dict) -> dict:
     return {"pid": pid, "req_w": req_w, "rep_r": rep_r, "out_fd": out_fd, "err_fd": err_fd}
 
 
-def _become_judge(ctx: dict, keep: set[int], budget: float) -> None:
-    """In the judge child: only its own pipes, no program data, another uid, not dumpable, limited."""
-    for fd in os.listdir("/proc/self/fd"):
-        if int(fd) > 2 and int(fd) not in keep:
-            try:
-                os.close(int(fd))
-            except OSError:
-                pass
-    os.chdir("/")
-    os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
-    if ctx["uid_drop"] or ctx["user_namespace"]:
-        iso.drop_to_job_user(ctx["judge_uid"], ctx["user_namespace"])
-    iso.prctl(iso.PR_SET_DUMPABLE, 0)  # the program (same uid without root) cannot ptrace or read us
-    iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
-    with open("/proc/self/statm", "rb") as f:
-        vm_size = int(f.read().split()[0]) * PAGE
-    cpu = max(2, math.ceil(budget))
-    limits = ctx["limits"]
-    resource.setrlimit(resource.RLIMIT_AS, (vm_size + limits["memory"] + (256 << 20),) * 2)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))  # its reply memfd
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | None, jpid: int, ev_r: int,
-               ack_w: int, budget: float, t0: float) -> dict:
-    """Serve the judge's events (test boundaries: measurements, limits), watch both children, enforce limits."""
+def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | None, jp: JudgeProcess,
+               budget: float, t0: float) -> dict:
+    """Serve the judge's events (test boundaries: the limits to apply), watch the program child and the
+    judge, enforce the limits; return when the judge has replied, died or was killed."""
     limits, meter = public["limits"], ctx["meter"]
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": None}
     pfd = os.pidfd_open(program["pid"]) if program else -1
-    jfd = os.pidfd_open(jpid)
+    sock = jp.sock.fileno()
     poller = select.poll()
-    for fd in (ev_r, jfd) + ((pfd,) if program else ()):
+    for fd in (sock, jp.pidfd) + ((pfd,) if program else ()):
         poller.register(fd, select.POLLIN)
     p_alive = program is not None
     p_reason = None
     phase_limit = limits["load_cpu"] if program else None
     phase_t, phase_c = time.monotonic(), meter.cpu()
     deadline = t0 + public["deadline_s"] + 10.0  # the harness waits job_timeout_margin_s (30 s) longer
-    buf = bytearray()
+    judge_cpu0 = _cpu_of(jp.pid)
     try:
         while True:
             now = time.monotonic()
@@ -660,32 +762,35 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                 if p_reason:
                     os.kill(program["pid"], signal.SIGKILL)
                     meter.kill_all()
-            if not state["replied"] and (now > deadline or _cpu_of(jpid) > budget):
+            if now > deadline or _cpu_of(jp.pid) - judge_cpu0 > budget:
                 state["killed"] = True
-                os.kill(jpid, signal.SIGKILL)
-                if p_alive:
-                    os.kill(program["pid"], signal.SIGKILL)
-                    meter.kill_all()
+                state["judge_exit"] = _judge_gone(jp, meter, kill=True)
+                return state
             wait = meter.tick
             if p_alive and phase_limit is not None:
                 wait = min(wait, max(0.0, phase_limit - (meter.cpu() - phase_c)))
-            events = poller.poll(max(5, int(wait * 1000) + 1))
-            for fd, _ in events:
-                if fd == ev_r:
-                    data = os.read(ev_r, 1 << 16)
+            for fd, _ in poller.poll(max(5, int(wait * 1000) + 1)):
+                if fd == sock:
+                    try:
+                        data = os.read(sock, 1 << 16)
+                    except OSError:
+                        data = b""
                     if not data:
-                        poller.unregister(ev_r)
+                        poller.unregister(sock)
                         continue
-                    buf += data
-                    for item in _frames_of(buf):
+                    jp.buf += data
+                    for item in _frames_of(jp.buf):
                         tag = item[0]
                         if tag == "begin":  # the judge measures; we apply this test's limits
                             phase_limit = limits["cpu"][function["tests"][item[1]]]
                             phase_t, phase_c = time.monotonic(), meter.cpu()
                         elif tag == "end":
                             phase_limit = None
-                        elif tag in ("secret", "replied"):
-                            state[tag] = True
+                        elif tag == "secret":
+                            state["secret"] = True
+                        elif tag == "replied":
+                            state["replied"] = True
+                            return state
                 elif fd == pfd:
                     poller.unregister(pfd)
                     status = os.waitpid(program["pid"], 0)[1]
@@ -693,22 +798,11 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     code = os.waitstatus_to_exitcode(status)
                     if p_reason is None and meter.oom():
                         p_reason = "memory"
-                    _send_frame(ack_w, "dead", *vd.death(p_reason, code))
-                elif fd == jfd:
-                    status = os.waitpid(jpid, 0)[1]
-                    state["judge_exit"] = os.waitstatus_to_exitcode(status)
-                    os.set_blocking(ev_r, False)
-                    try:
-                        while data := os.read(ev_r, 1 << 16):
-                            buf += data
-                    except (BlockingIOError, OSError):
-                        pass
-                    for item in _frames_of(buf):
-                        if item[0] in ("secret", "replied"):
-                            state[item[0]] = True
+                    _send_frame(sock, "dead", jp.seq, *vd.death(p_reason, code))
+                elif fd == jp.pidfd:
+                    state["judge_exit"] = _judge_gone(jp, meter, kill=False)
                     return state
     finally:
-        os.close(jfd)
         if program:
             os.close(pfd)
             if p_alive:

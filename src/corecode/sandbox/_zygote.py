@@ -82,6 +82,7 @@ class Worker:
         info["job_cgroup"] = bool(meter_fds)
         self.meter = _run.Meter(meter_fds)
         self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
+        self.judge = _run.JudgeProcess()  # forked when the first job needs it
         iso.prctl(iso.PR_SET_DUMPABLE, 0)  # same uid as jobs without root: they must not ptrace or read us
         # Jobs drop root only inside the isolated filesystem, where the interpreter is reachable for them.
         info["uid_drop"] = self.as_root and bool(info.get("readonly_fs"))
@@ -130,16 +131,19 @@ class Worker:
 
     def _sweep(self) -> None:
         """Between children: nothing of the last one may survive, and the next starts on an empty tmpfs."""
-        if self.info["pid_namespace"]:
-            try:
-                os.kill(-1, signal.SIGKILL)  # from pid 1: every other process of the namespace
-            except ProcessLookupError:
-                pass
-            _reap(block=True)
-        else:
-            if self.setup.get("cgroup"):
-                _kill_cgroup(self.setup["cgroup"], os.getpid())
-            _reap(block=False)
+        # Every descendant but the judge, until none is left (we are pid 1 of the namespace and a
+        # subreaper: every orphan of a job, also after setsid, is one of our descendants).
+        if not self.meter.sweep(self._reap_nowait):
+            if self.info["pid_namespace"]:
+                try:
+                    os.kill(-1, signal.SIGKILL)  # from pid 1: every other process, the judge too
+                except ProcessLookupError:
+                    pass
+                _reap(block=True)
+                _run._judge_gone(self.judge, self.meter, kill=False)
+            elif self.setup.get("cgroup"):
+                _kill_cgroup(self.setup["cgroup"], os.getpid(), keep_also=self.judge.pid)
+                self._reap_nowait()
         # The job dir's contents, and anything else on the scratch tmpfs (without root, jobs own the
         # scratch dir too): nothing written by one child is there for the next.
         stale = [os.path.join(self.jobdir, n) for n in os.listdir(self.jobdir)]
@@ -150,11 +154,24 @@ class Worker:
             else:
                 os.unlink(path)
 
+    def _reap_nowait(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.judge.pid:  # the judge died: forget it; the next job forks a new one
+                self.judge.pid = 0
+                self.meter.exclude.discard(pid)
+                _run._judge_gone(self.judge, self.meter, kill=False)
+
     def serve_one(self, public: dict) -> None:
         """Run all children of a job; its judge process reads the secret part and replies to the harness."""
         self.jobdir = os.path.join(self.scratch, "job")
         judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
-                 "reply_fd": self.reply_fd}
+                 "reply_fd": self.reply_fd, "process": self.judge}
         try:
             os.mkdir(self.jobdir, 0o700)
             if self.info["uid_drop"]:
@@ -192,11 +209,11 @@ def _reap(block: bool) -> None:
             return
 
 
-def _kill_cgroup(path: str, keep: int) -> None:
+def _kill_cgroup(path: str, keep: int, keep_also: int = 0) -> None:
     """Without a PID namespace: SIGKILL every process of the worker's pids cgroup except the worker."""
     for _ in range(100):
         with open(os.path.join(path, "cgroup.procs")) as f:
-            pids = [int(p) for p in f.read().split() if int(p) != keep]
+            pids = [int(p) for p in f.read().split() if int(p) not in (keep, keep_also)]
         if not pids:
             return
         for pid in pids:
