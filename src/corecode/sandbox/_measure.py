@@ -1,9 +1,7 @@
-"""The measurement pass: CPU time and peak memory of a whole program, above the clock's resolution.
+"""The measurement pass: CPU time and peak memory of a whole program, read from outside the program.
 
 Loaded by the worker (zygote) from this directory, like ``_run``; standard library only. A measurement
-job is sent only for a program that already passed its tests (``corecode.sandbox.measure``); it is run
-inside the same isolation as a test job (a fresh exec child forked from the warm worker, rlimits, no
-network, read-only filesystem, the worker's sweep afterwards).
+job is sent only for a program that already passed its tests (``corecode.sandbox.measure``).
 
 One *execution* of the program is everything it does for its tests (../shared/METHOD.md section 3a):
 
@@ -11,49 +9,55 @@ One *execution* of the program is everything it does for its tests (../shared/ME
   test (calls with fresh copies of their arguments, rewritten asserts) in that namespace;
 - stdin/stdout problems: the program run as ``__main__`` once per test, on that test's input.
 
-The child runs one cold execution (discarded: first-time imports and caches), sizes N so that N
-executions take at least ``target_round_s`` of CPU, and keeps the best (smallest) per-execution CPU time
-over ``rounds`` rounds of N executions (``timeit``'s rule: a busy machine only ever adds time). Only the
-executions are timed; preparing argument copies, rewinding stdin and comparing outputs happen between
-them, off the clock. CPU time is ``getrusage(RUSAGE_SELF)`` (all threads, microsecond resolution).
+Nothing the score relies on lives in, or is reachable from, the program's interpreter:
 
-Peak memory is the peak of Python's traced allocations (``tracemalloc``) during one more execution:
-deterministic (the same program allocates the same bytes every time, whatever the machine's load), counts
-module-level data and every test's data, and is not the kernel's RSS high-water mark, which a program can
-reset (``/proc/self/clear_refs``) and which moves in whole pages. Allocations made outside Python's
-allocators (some C extensions) are not counted.
+- **Every repetition is a fresh process.** The worker (which never runs program code) forks a new exec
+  child for every measured run, with the same isolation as a test child (``_run._become_job``: rlimits,
+  the job's cgroups, its own IPC namespace where available), and after it the worker's sweep kills
+  everything the child left behind and empties the job dir and the scratch tmpfs. No state of one run
+  (module attributes, files, environment, helper processes) reaches the next one.
+- **The worker reads the meters.** CPU = the job cgroup's ``cpuacct.usage`` from before the fork to after
+  the sweep (every process and thread the child started, forked helpers included); peak memory = the job
+  cgroup's ``memory.max_usage_in_bytes``, reset before the fork. Without the job cgroups (no root) the
+  worker falls back to ``wait4``'s rusage of the child (helpers it did not wait for escape: documented).
+- **Children report only hashes of their results** (``_digest``), never a number the score uses (the one
+  exception, the traced peak, only ever *raises* the memory figure, see below). The harness accepts a
+  run only if its hashes are those of the expected answers, which never enter the worker.
 
-Between executions, names a program added to ``builtins``, to the modules it found loaded, or to
-``sys.modules`` are removed again, so an execution cannot hand its results to the next one through them;
-``os._exit`` raises ``SystemExit`` instead of ending the child. Every timed execution must produce the
-same return values (function problems) or the same output bytes (stdio problems) as the first one; a
-program that does not is reported as inconsistent and gets no efficiency credit.
+Kinds of children (``loops``): 0 = compile only, never runs program code (the baseline: fork, isolation,
+compile, exit); 1 = one execution; L = L executions in one process (resolution for sub-millisecond
+programs); traced = one execution under tracemalloc. Rounds interleave 0, 1 and L; per kind the minimum
+over rounds is kept (a busy machine only adds CPU). The harness then computes
+``time = max(per_loop, single - slack)`` with ``single = min(1) - min(0)`` and ``per_loop =
+(min(L) - min(0)) / L``: a program that caches answers between the loops of one process is charged what a
+single execution costs (up to ``slack``).
 """
 
 from __future__ import annotations
 
 import builtins
-import hashlib
+import gc
 import io
 import marshal
-import math
 import os
 import pickle
-import resource
+import select
 import shutil
+import signal
 import struct
 import sys
 import time
 import traceback
 
+import _digest
 import _run
 
-FRAME = "measured"
+FRAME = "report"
 RESULT_FD = 3
+ACK_FD = 4
 
 
 # ------------------------------------------------------------------------------------- in the child
-# Small helpers of our own (not ``_jobchild``'s), bound before the program runs.
 def _emitter(nonce: bytes):
     write, dumps, pack = os.write, marshal.dumps, struct.pack
 
@@ -91,85 +95,58 @@ def _call(ns: dict, fn_name: str, args, _callable=callable, _getattr=getattr):
     return fn(*args)
 
 
-def _encoder():
-    """Bytes that stand for a returned value, to compare repetitions: marshal for built-in values, else
-    the value's type (never the program's ``__repr__``, which may print an address)."""
-    dumps, _type = marshal.dumps, type
-
-    def encode(value) -> bytes:
-        try:
-            return dumps(value)
-        except BaseException:  # noqa: BLE001 - not a plain value (or a hostile one)
-            return b"<" + _type(value).__qualname__.encode("utf-8", "replace") + b">"
-
-    return encode
-
-
-def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, encode):
-    """Return ``run(keep, memory) -> (cpu seconds, digest, peak bytes)``: one whole execution of the program.
-
-    ``keep``: digest the results (return values, or stdout bytes and exit). ``memory``: (traced,
-    reset_peak) of tracemalloc, or None; the peak is taken from just before the program's first
-    instruction (fresh namespace, argument copies and std streams already made).
-    """
-    getrusage, who, loads, dumps = resource.getrusage, resource.RUSAGE_SELF, marshal.loads, marshal.dumps
-    _type, _exec, call, std_streams, flush = type, exec, _call, _std_streams, _flush
+def _execution(code, setup, items, inputs, names: tuple):
+    """``run(entries) -> None``: one whole execution; with a set ``entries``, hash what it produced into it
+    (item, site, hash, is-hash); with None, nothing is recorded (the repeated loops of one child)."""
+    loads, _type, _exec, call, std_streams, flush = marshal.loads, type, exec, _call, _std_streams, _flush
     builtins_module = builtins
     seek, truncate, pwrite, pread, fstat = os.lseek, os.ftruncate, os.pwrite, os.pread, os.fstat
-    sha, check_name, pair_name = hashlib.sha1, names[0], names[1]
+    h_eq, h_is, h_json, h_pair, h_tokens, h_error = (_digest.h_eq, _digest.h_is, _digest.h_json, _digest.h_pair,
+                                                     _digest.h_tokens, _digest.h_error)
+    canonical, none16, error_site = _digest.canonical, _digest.NONE16, _digest.ERROR_SITE
+    check_name, pair_name = names[0], names[1]
 
-    def cpu() -> float:
-        usage = getrusage(who)
-        return usage.ru_utime + usage.ru_stime
+    def run_function(entries) -> None:
+        current = [0]
+        if entries is None:
+            def check_value(site, value):
+                pass
 
-    def run_function(keep: bool, memory=None):
-        values: list = []
-        record = values.append if keep else (lambda value: None)
+            def check_pair(site, left, right):
+                pass
+        else:
+            def check_value(site, value):
+                entries.add((current[0], site, h_eq(value), h_is(value)))
 
-        def check_value(site, value):
-            record(value)
+            def check_pair(site, left, right):
+                try:
+                    equal = canonical(left) == canonical(right)
+                except BaseException:  # noqa: BLE001 - not plain data
+                    equal = False
+                entries.add((current[0], site, h_pair(equal), none16))
 
-        def check_pair(site, left, right):
-            record(left)
-            record(right)
-
-        args = [loads(item[2]) if item[0] == "call" else None for item in items]  # fresh copies, off the clock
+        args = [loads(item[2]) if item[0] == "call" else None for item in items]  # fresh copies
         ns = {"__name__": "solution", "__builtins__": builtins_module}
-        error, peak = None, 0
-        if memory is not None:
-            base = memory[0]()[0]
-            memory[1]()
-        c0 = cpu()
+        index = -1
         try:
             _exec(code, ns)
             if setup is not None:
                 _exec(setup, ns)
-            for item, arg in zip(items, args):
+            for index, (item, arg) in enumerate(zip(items, args)):
+                current[0] = index
                 if item[0] == "call":
-                    record(call(ns, item[1], arg))
+                    value = call(ns, item[1], arg)
+                    if entries is not None:
+                        entries.add((index, 0, h_json(value), none16))
                 else:
                     ns[check_name], ns[pair_name] = check_value, check_pair
                     _exec(item[1], ns)
-        except BaseException as exc:  # noqa: BLE001 - a failure is a different result, not a crash
-            error = _type(exc).__name__
-        c1 = cpu()
-        if memory is not None:
-            peak = memory[0]()[1] - base
-        if not keep:
-            return c1 - c0, b"", peak
-        digest = sha()
-        for value in values:
-            try:
-                digest.update(encode(value))
-            except BaseException as exc:  # noqa: BLE001
-                digest.update(_type(exc).__name__.encode())
-        digest.update(repr(error).encode())
-        return c1 - c0, digest.digest(), peak
+        except BaseException as exc:  # noqa: BLE001 - a failure is a wrong result, not a crash
+            if entries is not None:
+                entries.add((max(index, 0), error_site, h_error(_type(exc).__name__), none16))
 
-    def run_stdio(keep: bool, memory=None):
-        digest = sha()
-        total, peak = 0.0, 0
-        for data in inputs:
+    def run_stdio(entries) -> None:
+        for index, data in enumerate(inputs):
             truncate(0, 0)
             pwrite(0, data, 0)
             seek(0, 0, 0)
@@ -178,10 +155,6 @@ def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, enc
             std_streams()
             ns = {"__name__": "__main__", "__builtins__": builtins_module}
             error = None
-            if memory is not None:
-                base = memory[0]()[0]
-                memory[1]()
-            c0 = cpu()
             try:
                 _exec(code, ns)
             except SystemExit as exc:
@@ -190,236 +163,264 @@ def _execution(code, setup, items, inputs: list[bytes] | None, names: tuple, enc
             except BaseException as exc:  # noqa: BLE001
                 error = _type(exc).__name__
             flush()
-            total += cpu() - c0
-            if memory is not None:
-                peak = max(peak, memory[0]()[1] - base)
             del ns
-            if keep:
+            if entries is not None:
                 size = fstat(1).st_size
-                digest.update(pread(1, size, 0) if size else b"")
-                digest.update(repr(error).encode())
-        return total, digest.digest() if keep else b"", peak
+                out = pread(1, size, 0) if size else b""
+                entries.add((index, 0, h_tokens(out.decode("utf-8", "replace")), none16))
+                if error is not None:
+                    entries.add((index, error_site, h_error(error), none16))
 
     return run_stdio if inputs is not None else run_function
 
 
-def _state_guard():
-    """Snapshot builtins, sys.modules and module namespaces; ``restore()`` removes names added since.
+def _stub(compiled, inputs, names):
+    """One execution of an empty program through the same path (test code runs and fails at once)."""
+    stub = compile("", "solution.py", "exec")
+    return _execution(stub, None, compiled, inputs, names)
 
-    The common case (nothing changed) costs a few microseconds: one dict comparison for builtins, one
-    length for sys.modules, and the summed lengths of the module namespaces.
+
+def _warm_up(compiled, inputs, names, prefault: bool) -> None:
+    """Before the measured part, with no program code: executions of an empty program through the same
+    path (first-time costs of the harness: hashing, the test code's first run), ``gc.freeze`` (a collection
+    during the program then does not touch, and copy, every page inherited from the worker), and
+    optionally every inherited writable page copied now. The same in every child, the baseline's included."""
+    run = _stub(compiled, inputs, names)
+    for _ in range(2):
+        run(set())
+    for h in (_digest.h_eq, _digest.h_is, _digest.h_json, _digest.h_pair, _digest.h_tokens, _digest.h_error):
+        h("0")
+    _flush()
+    if inputs is not None:
+        os.ftruncate(1, 0)
+        os.lseek(1, 0, 0)
+    gc.collect()
+    gc.freeze()
+    if prefault:
+        _prefault()
+
+
+def _prefault() -> None:
+    import ctypes
+    madvise = ctypes.CDLL(None).madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    with open("/proc/self/maps", "rb") as f:
+        lines = f.read().split(b"\n")
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] == b"rw-p":
+            a, b = (int(x, 16) for x in parts[0].split(b"-"))
+            madvise(a, b - a, 23)
+
+
+def measure_child(payload: tuple, nonce: bytes, loops: int, traced: bool) -> None:
+    """In a fresh exec child (isolated, limited): compile, run ``loops`` executions, emit one report, exit.
+
+    The report holds the hashes of the first execution's results (and, traced, the traced peak); how long
+    it all took is read by the worker, not here.
     """
-    builtins_dict = builtins.__dict__
-    pristine = dict(builtins_dict)
-    modules = sys.modules
-    snapshot: dict = {}
-    namespaces: list = []
-    values: list = []
-    total = [0]
-    _len, _sum, _map = len, sum, map
-
-    def take() -> None:
-        snapshot.clear()
-        snapshot.update({name: (m, set(getattr(m, "__dict__", None) or ())) for name, m in list(modules.items())})
-        namespaces[:] = [ns for ns in (getattr(m, "__dict__", None) for m, _ in snapshot.values())
-                         if type(ns) is dict]
-        total[0] = _sum(_map(_len, namespaces))
-        values[:] = list(modules.values())
-
-    def restore() -> None:
-        if builtins_dict != pristine:
-            for key in [k for k in builtins_dict if k not in pristine]:
-                del builtins_dict[key]
-            builtins_dict.update(pristine)
-        if _len(modules) != _len(snapshot):
-            for name in [n for n in modules if n not in snapshot]:
-                del modules[name]
-        if _sum(_map(_len, namespaces)) != total[0]:
-            for name, (module, keys) in snapshot.items():
-                namespace = getattr(module, "__dict__", None)
-                if type(namespace) is dict and _len(namespace) != _len(keys):
-                    for key in [k for k in namespace if k not in keys]:
-                        del namespace[key]
-            total[0] = _sum(_map(_len, namespaces))
-        if list(modules.values()) != values:  # a module replaced (compared by identity first)
-            for name, (module, _) in snapshot.items():
-                if modules.get(name) is not module:
-                    modules[name] = module
-
-    take()
-    return take, restore
-
-
-def _neutralize_tracemalloc():
-    """Bind tracemalloc's real functions, then make the module's own start/stop/reset functions do nothing.
-
-    Done before the program's first instruction: ``import tracemalloc`` in the program then copies the
-    no-ops (``from _tracemalloc import *``), so it cannot lower the peak it is measured by.
-    """
-    import _tracemalloc
-
-    real = (_tracemalloc.start, _tracemalloc.stop, _tracemalloc.is_tracing, _tracemalloc.get_traced_memory,
-            _tracemalloc.reset_peak)
-    modules = [_tracemalloc] + ([sys.modules["tracemalloc"]] if "tracemalloc" in sys.modules else [])
-    for module in modules:
-        for name in ("stop", "reset_peak", "clear_traces", "start"):
-            if hasattr(module, name):
-                setattr(module, name, lambda *a, **k: None)
-    return real
-
-
-def measure_child(payload: tuple, nonce: bytes) -> None:
-    """In the exec child (isolated, limited): measure the program and emit one frame, then exit."""
-    emit = _emitter(nonce)
-    program, setup, items, inputs, names, params = payload
+    emit, exit_now = _emitter(nonce), os._exit
+    program, setup, items, inputs, names, prefault = payload
     try:
         code = compile(program, "solution.py", "exec")
         setup_code = compile(setup, "test_setup.py", "exec") if setup.strip() else None
         compiled = [("assert", compile(i[1], "test.py", "exec")) if i[0] == "assert" else i for i in items]
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
         emit(("error", f"does not compile: {type(exc).__name__}"))
-        os._exit(0)
-    run = _execution(code, setup_code, compiled, inputs, tuple(names), _encoder())
-    tracer = _neutralize_tracemalloc() if params["memory"] else None
-    take, restore = _state_guard()
-    real_exit = os._exit
-
-    def no_exit(status=0):
-        raise SystemExit(status)
-
-    exit_now = real_exit
-    os._exit = no_exit
-    target, rounds, budget = float(params["target_round_s"]), int(params["rounds"]), float(params["budget_s"])
-    max_reps = int(params["max_repetitions"])
-    getrusage, who = resource.getrusage, resource.RUSAGE_SELF
-    truncate, seek = os.ftruncate, os.lseek
-
-    count = [0]
-
-    def between() -> None:
-        """Off the clock: undo names the execution added; every 64 executions, empty stdout/stderr."""
-        restore()
-        count[0] += 1
-        if count[0] % 64 == 0:
-            _flush()
-            for fd in (1, 2):
-                truncate(fd, 0)
-                seek(fd, 0, 0)
-
-    _std_streams()
-    try:
-        cold, first, _ = run(True)  # warm-up: first-time imports, caches; also the reference result
-        between()
-        take()  # what the warm-up legitimately loaded (lazy imports) stays from here on
-        n = 1 if cold >= target else max(1, min(max_reps, math.ceil(target / max(cold, 1e-6))))
-        start = getrusage(who)
-        spent0 = start.ru_utime + start.ru_stime
-        consistent = [True]
-
-        def one_round(n: int) -> float:
-            total = 0.0
-            for _ in range(n):
-                seconds, digest, _ = run(True)
-                between()
-                total += seconds
-                if digest != first:
-                    consistent[0] = False
-            return total
-
-        if n == 1:  # a long program: its cold execution is already one round (imports are preloaded)
-            best, worst, done = cold, cold, 1
-        else:  # the cold execution is slower than warm ones: grow N until a round lasts the target
-            total = one_round(n)
-            while total < target and n < max_reps:
-                n = min(max_reps, max(2 * n, math.ceil(n * 1.2 * target / max(total, 1e-9))))
-                total = one_round(n)
-            best, worst, done = total / n, total / n, 1
-        while done < rounds:
-            total = one_round(n)
-            done += 1
-            best, worst = min(best, total / n), max(worst, total / n)
-            usage = getrusage(who)
-            if done >= 2 and usage.ru_utime + usage.ru_stime - spent0 > budget:
-                break
-        consistent = consistent[0]
-        traced_peak = -1
-        if params["memory"]:
-            start_t, stop_t, is_tracing, traced, reset_peak = tracer
-            start_t(1)
-            _, _, peak = run(False, (traced, reset_peak))
-            tracing = is_tracing()
-            stop_t()
-            between()
-            traced_peak = max(0, peak) if tracing else -1
-            if not tracing:
-                consistent = False
-    except BaseException as exc:  # noqa: BLE001 - our harness failed inside the child: say so
-        _flush()
-        emit(("error", f"measurement failed: {type(exc).__name__}: {exc}"[:300]))
         exit_now(0)
+    run = _execution(code, setup_code, compiled, inputs, tuple(names))
+    pack = _digest.pack
+    _std_streams()
+    _warm_up(compiled, inputs, tuple(names), prefault)
+    # The worker reads its meters while we wait here: what follows, and only that, is measured.
+    emit(("begin",))
+    os.read(ACK_FD, 1)
+    os.close(ACK_FD)
+    if loops == 0:  # the baseline child: never runs program code, one execution of the empty program
+        _stub(compiled, inputs, tuple(names))(set())
+        _flush()
+        emit((FRAME, 0, b"", -1))
+        exit_now(0)
+    entries: set = set()
+    peak = -1
+    if traced:
+        import _tracemalloc
+
+        start, stop, get = _tracemalloc.start, _tracemalloc.stop, _tracemalloc.get_traced_memory
+        start(1)
+        base = get()[0]
+        run(entries)
+        peak = max(0, get()[1] - base)  # the program may have reset or stopped it: only ever lowers this
+        stop()
+    else:
+        run(entries)
+        for _ in range(loops - 1):
+            run(None)
     _flush()
-    emit((FRAME, float(best), int(n), int(done), float(worst), int(traced_peak), bool(consistent), float(cold)))
+    emit((FRAME, int(loops), pack(entries), int(peak)))
     exit_now(0)
 
 
 # ------------------------------------------------------------------------------------ in the worker
-def _fork_measure(ctx: dict, payload: tuple, cpu_cap: float) -> dict:
-    """Fork one exec child for the measurement, watch it like a test child, reap and sweep."""
-    limits = ctx["limits"]
+def _schedstat(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _reset_hwm(pid: int) -> int | None:
+    """Reset the child's RSS high-water mark (it waits for us, still running only our code); its RSS now."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    return _run._status_field(pid, b"VmRSS:")
+
+
+def _wait_begin(pid: int, result_r: int, frames, limit_s: float) -> bool:
+    """Until the child (still running only our code) says it is about to run the program; False if it
+    ended or wrote something else first."""
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(result_r, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    deadline = time.monotonic() + limit_s
+    try:
+        while time.monotonic() < deadline:
+            for fd, _ in poller.poll(100):
+                if fd == pidfd:
+                    return False
+                data = os.read(result_r, 1 << 16)
+                if not data:
+                    return False
+                items = frames.feed(data)
+                if items:
+                    return items[0] == ("begin",) and len(frames.items) == 1
+        return False
+    finally:
+        os.close(pidfd)
+
+
+def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: float) -> dict:
+    """Fork one exec child, watch it like a test child, reap it, sweep everything it left; read the meters.
+
+    CPU and peak memory are counted from the child's ``begin`` (it then waits for our reading; no program
+    code has run in it yet) until the sweep after it has killed every process the child left.
+    """
+    limits, meter = ctx["limits"], ctx["meter"]
     nonce = os.urandom(16)
     result_r, result_w = os.pipe2(os.O_CLOEXEC)
+    ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
     out_fd, err_fd, in_fd = _run._memfd("stdout"), _run._memfd("stderr"), _run._memfd("stdin")
     base = _run._rss()
     exit_now = os._exit
-    meter = ctx.get("meter")  # the job's cgroups, when the worker has them: CPU of the whole process tree
-    if meter is not None:
-        meter.start()
-        c0 = meter.cpu()
+    meter.start()
     pid = os.fork()
     if pid == 0:
         try:
-            _run._become_job(in_fd, out_fd, err_fd, result_w, ctx, cpu_cap)
-            measure_child(payload, nonce)
+            _run._become_job(in_fd, out_fd, err_fd, result_w, ctx, cpu_cap, extra_fd=ack_r)
+            measure_child(payload, nonce, loops, traced)
         except BaseException:  # noqa: BLE001
             os.write(2, traceback.format_exc().encode()[-4000:])
         finally:
             exit_now(1)
     os.close(result_w)
-    if meter is not None:
-        meter.watch(pid)
+    os.close(ack_r)
+    meter.watch(pid)
     frames = _run.Frames(nonce, limits["output"])
+    killed = None
     try:
-        killed = _run._watch(pid, result_r, out_fd, frames, limits, [cpu_cap], meter)
+        begun = _wait_begin(pid, result_r, frames, limits["wall_extra"] + cpu_cap * limits["wall_factor"])
+        c0 = meter.cpu() if meter.cgroup else _schedstat(pid)
+        meter.reset_peak()
+        rss0 = _reset_hwm(pid)
+        if begun:
+            os.write(ack_w, b"g")
+            killed = _run._watch(pid, result_r, out_fd, frames, limits, [cpu_cap], meter)
+        else:
+            os.kill(pid, signal.SIGKILL)
     finally:
+        os.close(ack_w)
         _, status, usage = os.wait4(pid, 0)
-    child_cpu = usage.ru_utime + usage.ru_stime
-    if meter is not None:
-        child_cpu = max(child_cpu, meter.cpu() - c0)
-    ctx["sweep"]()
+    peak = meter.peak() if meter.cgroup else None
+    # The child's own high-water mark since begin (page resolution; a child can reset its own, so this
+    # only adds resolution to the cgroup's figure, which it cannot reset: the larger of the two counts).
+    hwm = max(0, usage.ru_maxrss * 1024 - rss0) if rss0 is not None else None
+    peak = max(peak or 0, hwm or 0) if (peak is not None or hwm is not None) else None
+    oom = meter.oom()
+    ctx["sweep"]()  # kills and reaps whatever the child left behind, empties the job dir and scratch
+    if meter.cgroup:
+        cpu = meter.cpu() - c0  # after the sweep: the child, its helpers, until the last of them died
+    else:
+        cpu = max(0.0, usage.ru_utime + usage.ru_stime - c0)
+    if peak is None:
+        peak = max(0, usage.ru_maxrss * 1024 - base)
     stderr = _run._read_capped(err_fd, 2000)
     for fd in (result_r, out_fd, err_fd, in_fd):
         os.close(fd)
-    return {"frames": frames.items, "corrupt": frames.corrupt, "killed": killed,
-            "exit": os.waitstatus_to_exitcode(status), "child_cpu": child_cpu,
-            "rss_peak": max(0, usage.ru_maxrss * 1024 - base), "stderr": stderr.decode("utf-8", "replace")}
+    found = [f for f in frames.items if f[0] in (FRAME, "error")]
+    error = None
+    if frames.corrupt:
+        error = "the program wrote to the harness's result channel"
+    elif killed or oom:
+        error = f"killed: {killed or 'memory'} (limit of the measurement)"
+    elif len(found) != 1:
+        error = (f"the measurement child ended without one report (exit {os.waitstatus_to_exitcode(status)})"
+                 + (f": {stderr.decode('utf-8', 'replace')[-300:]}" if stderr else ""))
+    elif found[0][0] == "error" or len(found[0]) != 4 or found[0][1] != loops or type(found[0][2]) is not bytes \
+            or type(found[0][3]) is not int:
+        error = str(found[0][1]) if found[0][0] == "error" else "malformed report"
+    if error is not None:
+        return {"error": error, "cpu": cpu}
+    return {"cpu": cpu, "peak": peak, "report": found[0][2], "traced": found[0][3]}
 
 
-def _reply(report: dict) -> dict:
-    found = [f for f in report["frames"] if f[0] in (FRAME, "error")]
-    if report["corrupt"]:
-        return {"measure_error": "the program wrote to the harness's result channel"}
-    if report["killed"]:
-        return {"measure_error": f"killed: {report['killed']} (limit of the measurement)"}
-    if not found:
-        return {"measure_error": f"the measurement child ended without a result (exit {report['exit']})"
-                                 + (f": {report['stderr'][-300:]}" if report["stderr"] else "")}
-    frame = found[-1]
-    if frame[0] == "error" or len(frame) != 8:
-        return {"measure_error": str(frame[1]) if len(frame) > 1 else "malformed measurement frame"}
-    _, best, n, rounds, worst, peak, consistent, cold = frame
-    return {"measure": {"cpu_time_s": best, "repetitions": n, "rounds": rounds, "worst_round_s": worst,
-                        "peak_alloc_bytes": peak, "consistent": consistent, "cold_cpu_time_s": cold,
-                        "child_cpu_s": report["child_cpu"], "peak_rss_bytes": report["rss_peak"]}}
+def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
+    rounds, budget, target = int(params["rounds"]), float(params["budget_s"]), float(params["target_round_s"])
+    max_loops = int(params["max_repetitions"])
+    spent = [0.0]
+    reports: list[str] = []
+    runs: dict[str, list] = {"0": [], "1": [], "L": []}
+
+    def child(loops: int, traced: bool = False) -> dict:
+        if spent[0] > cap:
+            raise _Fail("the measurement used more CPU than its cap")
+        got = _one_child(ctx, payload, loops, traced, cap)
+        spent[0] += got["cpu"]
+        if "error" in got:
+            raise _Fail(got["error"])
+        if loops:
+            reports.append(got["report"].hex())
+        return got
+
+    zero, one = child(0), child(1)
+    runs["0"].append(zero)
+    runs["1"].append(one)
+    single = max(0.0, one["cpu"] - zero["cpu"])
+    loops = 1 if single >= target else max(2, min(max_loops, int(target / max(single, 5e-6)) + 1))
+    done = 0
+    while done < rounds:
+        if done:  # round 0 reuses the calibration pair
+            runs["0"].append(child(0))
+            runs["1"].append(child(1))
+        if loops > 1:
+            runs["L"].append(child(loops))
+        done += 1
+        if done >= 2 and spent[0] > budget:
+            break
+    traced = child(1, traced=True)["traced"] if params["memory"] else -1
+    cpu = {k: min(r["cpu"] for r in v) for k, v in runs.items() if v}
+    peak = {k: min(r["peak"] for r in v) for k, v in runs.items() if v}
+    return {"baseline_s": cpu["0"], "single_s": cpu["1"], "loop_s": cpu.get("L", cpu["1"]), "loops": loops,
+            "rounds": done, "peak_baseline": peak["0"], "peak_single": peak["1"], "traced_peak": traced,
+            "child_cpu_s": spent[0], "reports": reports, "cgroup": bool(ctx["meter"].cgroup)}
+
+
+class _Fail(Exception):
+    pass
 
 
 def serve(worker, public: dict, recv) -> dict:
@@ -434,8 +435,11 @@ def serve(worker, public: dict, recv) -> dict:
             os.chown(jobdir, worker.setup["job_uid"], worker.setup["job_uid"])
         ctx = worker.job_context(jobdir, public["limits"])
         payload = (public["program"], public["setup"], public["items"], public["inputs"],
-                   tuple(public["check_names"]), public["params"])
-        reply = _reply(_fork_measure(ctx, payload, public["cpu_cap_s"]))
+                   tuple(public["check_names"]), bool(public["params"].get("prefault", True)))
+        try:
+            reply = {"measure": _measure(ctx, payload, public["params"], public["cpu_cap_s"])}
+        except _Fail as exc:
+            reply = {"measure_error": str(exc)}
     finally:
         shutil.rmtree(jobdir, ignore_errors=True)
     reply["wall"] = time.monotonic() - t0

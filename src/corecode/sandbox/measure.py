@@ -26,7 +26,6 @@ its limits (CPU = the sum of its tests' time limits, memory = the memory limit) 
 from __future__ import annotations
 
 import ast
-import math
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,8 +33,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from corecode.errors import ConfigError, SandboxError
+from corecode.sandbox import _digest
+from corecode.sandbox.asserts import rewrite_assert
 from corecode.sandbox.jobs import build_job
-from corecode.types import ExecutionResult, Measurement, Problem, TestCase
+from corecode.types import AssertTest, CallTest, ExecutionResult, Measurement, Problem, StdioTest, TestCase
 
 __all__ = ["MeasureConfig", "measure", "measure_batch", "run_measured", "attach_measurements", "normalized_source",
            "Measurement"]
@@ -52,21 +53,33 @@ class MeasureConfig:
     rounds: int = field(default=5, metadata={"help": "rounds; the best (smallest) per-execution time is kept"})
     budget_s: float = field(
         default=0.3, metadata={"help": "no new round once the timed rounds used this much CPU (>= 2 rounds)"})
-    max_repetitions: int = field(default=100_000, metadata={"help": "executions per round at most"})
+    max_repetitions: int = field(default=2000, metadata={"help": "executions in one looped child at most"})
     memory: bool = field(default=True, metadata={"help": "also measure the traced-allocation peak"})
+    prefault: bool = field(
+        default=True, metadata={"help": "copy the worker's writable pages into each child before it is measured "
+                                        "(no copy-on-write faults inside the measured part; ~20 ms per child)"})
+    cache_slack_s: float = field(
+        default=50e-6, metadata={"help": "time = max(per-loop time, single-execution time - this): what a "
+                                         "program caching answers between loops can gain at most"})
+    memory_slack_bytes: int = field(
+        default=256 << 10, metadata={"help": "memory = max(traced peak, external peak - this): what memory "
+                                             "hidden from tracemalloc can gain at most"})
 
     def __post_init__(self) -> None:
-        if self.target_round_s <= 0 or self.budget_s <= 0:
+        if self.target_round_s <= 0 or self.budget_s <= 0 or self.cache_slack_s < 0 or self.memory_slack_bytes < 0:
             raise ConfigError("MeasureConfig: target_round_s and budget_s must be > 0")
         if self.rounds < 2 or self.max_repetitions < 1:
             raise ConfigError("MeasureConfig: rounds must be >= 2 and max_repetitions >= 1")
 
 
 def normalized_source(program: str) -> str:
-    """The program with comments, blank lines and formatting removed (``ast.dump``); the source if it
-    does not parse. Two programs with the same normalized source are the same program."""
+    """The program's AST *with positions* (``ast.dump(include_attributes=True)``); the source if it does
+    not parse. Two programs with the same normalized source are the same program: only comments and
+    whitespace that move no statement or expression differ (e.g. a comment at the end of a line or of
+    the file). Positions are kept because a program can read them (``f_lineno``, tracebacks): two
+    sources that differ only in blank lines may behave differently."""
     try:
-        return ast.dump(ast.parse(program))
+        return ast.dump(ast.parse(program), include_attributes=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return program
 
@@ -85,11 +98,70 @@ def _limits(sandbox: Any, problem: Problem, tests: TestsArg, cases: list[TestCas
     return list(sandbox._time_limits(problem, tests, cases))  # the same limits as the test run
 
 
+class _Expected:
+    """What a measured execution must report (``_digest`` hashes of the expected answers, kept here)."""
+
+    def __init__(self, cases: list[TestCase]):
+        self.allowed: dict[tuple[int, int], set[bytes]] = {}  # (item, site) -> hashes accepted there
+        self.is_sites: set[tuple[int, int]] = set()  # sites checked with ``is`` (the second hash)
+        self.pairs: set[int] = set()  # items whose other sites are ``A == B`` pairs
+        self.required: set[tuple[int, int]] = set()
+        function = [c for c in cases if isinstance(c, (CallTest, AssertTest))]
+        for index, case in enumerate(function or cases):
+            if isinstance(case, CallTest):
+                self.allowed[(index, 0)] = {_digest.h_json(case.expected)}
+                self.required.add((index, 0))
+            elif isinstance(case, AssertTest):
+                rewritten = rewrite_assert(case.code)
+                for site, (mode, expected) in rewritten.sites.items():
+                    if mode == "is":
+                        self.allowed[(index, site)] = {_digest.h_is(expected)}
+                        self.is_sites.add((index, site))
+                    else:
+                        self.allowed[(index, site)] = {_digest.h_eq(expected)}
+                self.pairs.add(index)
+                self.required.update((index, site) for site in rewritten.required)
+            elif isinstance(case, StdioTest):
+                self.allowed[(index, 0)] = {_digest.h_tokens(case.output)}
+                self.required.add((index, 0))
+
+    def check(self, report_hex: str) -> str | None:
+        """None if the report is that of a correct execution, else why not."""
+        try:
+            entries = _digest.unpack(bytes.fromhex(report_hex))
+        except (ValueError, TypeError):
+            entries = None
+        if entries is None:
+            return "malformed report"
+        seen = set()
+        pair_ok = _digest.h_pair(True)
+        for item, site, value, is_value in entries:
+            key = (item, site)
+            if site == _digest.ERROR_SITE:
+                return f"test {item} raised during the measurement"
+            if key in self.allowed:
+                got = is_value if key in self.is_sites else value
+                if got not in self.allowed[key]:
+                    return f"test {item}: a result differs from the verified answer"
+            elif item in self.pairs:
+                if value != pair_ok:
+                    return f"test {item}: a comparison failed during the measurement"
+            else:
+                return f"test {item}: an unexpected result"
+            seen.add(key)
+        missing = self.required - seen
+        if missing:
+            return f"test {min(missing)[0]}: no result during the measurement"
+        return None
+
+
 def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: list[float], sandbox: Any,
                  config: MeasureConfig) -> tuple[dict, float] | str:
     """The public part of a measurement job and its host-side timeout, or why it cannot be measured."""
     if problem.input_file or problem.output_file:
         return "file-I/O problems are not measured"
+    if problem.checker is not None:
+        return "problems judged by a checker are not measured (no single expected answer to verify)"
     job = build_job(program, cases, setup_code=problem.test_setup_code, time_limits=limits,
                     checker=problem.checker, config=sandbox.config, memory_limit_mb=problem.memory_limit_mb)
     public = job.public
@@ -100,16 +172,17 @@ def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: 
         items, inputs = public["groups"][0]["items"], None
     else:
         items, inputs = [], [g["input"].encode("utf-8", "surrogateescape") for g in public["groups"]]
-    # CPU the child may use: cold run + rounds + the traced run, each at most the tests' limits.
+    # CPU one child may use, and all of them together (each child: fork, isolation, compile, executions).
     cap = 2.0 + config.budget_s * 2 + 4.0 * (public["limits"]["load_cpu"] + sum(limits))
     measure_public = {
         "kind": "measure", "program": program, "setup": public["setup"], "items": items, "inputs": inputs,
         "check_names": public["check_names"], "limits": public["limits"], "cpu_cap_s": cap,
         "params": {"target_round_s": config.target_round_s, "rounds": config.rounds, "budget_s": config.budget_s,
-                   "max_repetitions": config.max_repetitions, "memory": config.memory},
+                   "max_repetitions": config.max_repetitions, "memory": config.memory,
+                   "prefault": config.prefault},
     }
     cfg = sandbox.config
-    timeout = cap * cfg.wall_time_factor + cfg.wall_time_extra_s + 5.0 + cfg.job_timeout_margin_s
+    timeout = 2 * (cap * cfg.wall_time_factor + cfg.wall_time_extra_s) + 30.0 + cfg.job_timeout_margin_s
     return measure_public, timeout
 
 
@@ -138,7 +211,11 @@ def _charged(limits: list[float], problem: Problem, sandbox: Any, why: str) -> M
 
 def measure(sandbox: Any, program: str, problem: Problem, tests: TestsArg = "all",
             config: MeasureConfig = MeasureConfig()) -> Measurement | None:
-    """Measure one program (it should pass ``tests``); None when the problem kind is not measurable."""
+    """Measure one program (it should pass ``tests``); None when the problem kind is not measurable.
+
+    Every measured execution must report the hashes of the expected answers (:class:`_Expected`); any
+    miss, crash, exit or timeout charges the program its limits.
+    """
     cases = _cases(problem, tests)
     limits = _limits(sandbox, problem, tests, cases)
     made = _measure_job(program, problem, cases, limits, sandbox, config)
@@ -148,14 +225,29 @@ def measure(sandbox: Any, program: str, problem: Problem, tests: TestsArg = "all
     reply = _send(sandbox, public, timeout)
     if "measure_error" in reply:
         return _charged(limits, problem, sandbox, str(reply["measure_error"]))
+    if "measure" not in reply:
+        raise SandboxError(f"the sandbox worker failed on a measurement: {str(reply.get('error'))[-500:]}")
     m = reply["measure"]
-    if not m["consistent"]:
-        return _charged(limits, problem, sandbox, "results changed between repetitions")
-    peak = int(m["peak_alloc_bytes"])
-    if not math.isfinite(float(m["cpu_time_s"])):
-        return _charged(limits, problem, sandbox, "no timed round")
-    return Measurement(cpu_time_s=float(m["cpu_time_s"]), peak_memory_bytes=max(0, peak),
-                       repetitions=int(m["repetitions"]), rounds=int(m["rounds"]), cost_cpu_s=float(m["child_cpu_s"]))
+    expected = _Expected(cases)
+    for report in m["reports"]:
+        why = expected.check(report)
+        if why is not None:
+            return _charged(limits, problem, sandbox, why)
+    return _numbers(m, config)
+
+
+def _numbers(m: dict, config: MeasureConfig) -> Measurement:
+    """time = max(per loop, single - slack), memory = max(traced, external - slack) (module docstring)."""
+    base = float(m["baseline_s"])
+    single = max(0.0, float(m["single_s"]) - base)
+    loops = int(m["loops"])
+    per_loop = max(0.0, float(m["loop_s"]) - base) / loops if loops > 1 else single
+    cpu = max(per_loop, single - config.cache_slack_s)
+    external = max(0, int(m["peak_single"]) - int(m["peak_baseline"]))
+    traced = int(m["traced_peak"])
+    peak = max(traced, external - config.memory_slack_bytes) if traced >= 0 else external
+    return Measurement(cpu_time_s=cpu, peak_memory_bytes=max(0, peak), repetitions=loops, rounds=int(m["rounds"]),
+                       cost_cpu_s=float(m["child_cpu_s"]))
 
 
 def measure_batch(sandbox: Any, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all",
