@@ -49,7 +49,7 @@ def plot_pass_at_k(report: Report, path: str | Path) -> Path:
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels([label.split(" / ")[0] for label in labels], rotation=30, ha="right")
         ax.set_ylabel("% (error bars: 95% bootstrap interval over problems)", fontsize="small")
-        ax.set_ylim(0, 100)
+        ax.set_ylim(0, 105)  # room for the top caps of error bars that reach 100
         ax.set_title(benchmark)
         ax.legend(fontsize="small")
     fig.tight_layout()
