@@ -217,7 +217,7 @@ def plot_curves(stage_dir: Path) -> Path | None:
                 axes[2].plot(vsteps, cg, marker="o")
     axes[1].set_title("pass rate")
     axes[1].legend(fontsize=7)
-    axes[2].set_title("Collaboration Gain (points, validation, 95% paired CI)")
+    axes[2].set_title("CG (points, validation, 95% paired CI)")
     for ax in axes:
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
