@@ -330,3 +330,23 @@ def test_training_reward_of_a_cheat_is_the_failure_reward(sb, he, monkeypatch):
     failure = got[1]
     assert got[0] > failure
     assert got[3::2] == [failure] * len(cheats), got
+
+
+def test_a_stopped_or_killed_judge_never_fails_the_next_job(sb):
+    # Without root a program shares the judge's uid and could stop or kill it just before the sweep;
+    # the next program must not pay for that (in GRPO, sabotaging a peer raises one's own advantage).
+    import signal
+
+    from test_sandbox_helpers import judge_of
+
+    assert sb.run(GOOD_ADD, ADD).passed
+    if os.getuid() != 0:
+        pytest.skip("needs root to find and signal the judge")
+    for sig in (signal.SIGSTOP, signal.SIGKILL, signal.SIGINT, signal.SIGRTMIN + 6):
+        judges = [judge_of(sb, pid) for pid in sb.worker_pids]
+        for judge in judges:
+            if judge:
+                os.kill(judge, sig)
+        results = sb.run_batch([(GOOD_ADD, ADD)] * 4)
+        assert [r.status for r in results] == [Status.PASSED] * 4, sig
+    assert_clean(sb)

@@ -63,7 +63,11 @@ class Events:
         self.fds: list[int] = []
         self.jobs: list[tuple[bytes, list[int]]] = []
         self.seq = 0
-        self.dead: tuple[str, str] | None = None
+        self.deaths: dict[int, tuple[str, str]] = {}  # job number -> why its program child died
+
+    @property
+    def dead(self) -> tuple[str, str] | None:
+        return self.deaths.get(self.seq)
 
     def send(self, *message) -> None:
         data = marshal.dumps(message)
@@ -85,8 +89,8 @@ class Events:
             if item[0] == "job":
                 self.jobs.append((item[1], self.fds))
                 self.fds = []
-            elif item[0] == "dead" and item[1] == self.seq:
-                self.dead = (item[2], item[3])
+            elif item[0] == "dead" and item[1] >= self.seq:  # may arrive with its job's own frame
+                self.deaths[item[1]] = (item[2], item[3])
 
     def next_job(self) -> tuple[dict, list[int]]:
         while not self.jobs:
@@ -94,7 +98,8 @@ class Events:
             self.pump()
         blob, fds = self.jobs.pop(0)
         job = pickle.loads(blob)
-        self.seq, self.dead = job["seq"], None
+        self.seq = job["seq"]
+        self.deaths = {k: v for k, v in self.deaths.items() if k >= self.seq}
         return job, fds
 
 

@@ -578,21 +578,21 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     message = pickle.dumps({"public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0,
                             "seq": jp.seq, "program": program is not None}, protocol=5)
     fds = [program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]] if program else []
+    state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
     try:
-        for attempt in range(2):
+        for _ in range(3):
+            # A judge that died before it read this job's secret (e.g. killed, without root, by the last
+            # job's program in the moment before the sweep) gets replaced and the job handed over again:
+            # no program can make another one fail that way.
             _ensure_judge(ctx, judge)
             try:
                 _send_job(jp, message, fds)
-                break
-            except OSError:  # the judge died between jobs: a new one, once
+            except OSError:
                 _judge_gone(jp, ctx["meter"], kill=True)
-        else:
-            raise RuntimeError("cannot hand the job to a judge process")
-        if program:
-            for fd in (program["req_w"], program["rep_r"]):
-                os.close(fd)
-            program["req_w"] = program["rep_r"] = -1
-        state = _supervise(ctx, public, function, program, jp, budget, t0)
+                continue
+            state = _supervise(ctx, public, function, program, jp, budget, t0)
+            if state["secret"] or state["replied"] or state["killed"]:
+                break
     finally:
         if program:
             for fd in (program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]):
@@ -632,7 +632,13 @@ class JudgeProcess:
 
 def _ensure_judge(ctx: dict, judge: dict) -> None:
     jp, meter = judge["process"], ctx["meter"]
+    if jp.pid and select.select([jp.pidfd], [], [], 0)[0]:  # it died since the last job
+        _judge_gone(jp, meter, kill=False)
     if jp.pid:
+        try:
+            os.kill(jp.pid, signal.SIGCONT)  # undo a SIGSTOP a program sent it (possible without root)
+        except ProcessLookupError:
+            pass
         return
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     exit_now = os._exit
@@ -698,6 +704,10 @@ def _become_judge(ctx: dict, keep: set[int]) -> None:
         iso.drop_to_job_user(ctx["judge_uid"], ctx["user_namespace"])
     iso.prctl(iso.PR_SET_DUMPABLE, 0)  # the program (same uid without root) cannot ptrace or read us
     iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+                signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGPIPE, signal.SIGTSTP, signal.SIGTTIN,
+                signal.SIGTTOU, signal.SIGURG, signal.SIGWINCH, signal.SIGIO, *range(signal.SIGRTMIN, signal.SIGRTMAX + 1)):
+        signal.signal(sig, signal.SIG_IGN)  # without root the program shares our uid and can signal us
     with open("/proc/self/statm", "rb") as f:
         vm_size = int(f.read().split()[0]) * PAGE
     memory = max(ctx["limits"]["memory"], 1 << 30)
@@ -736,12 +746,14 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
     judge, enforce the limits; return when the judge has replied, died or was killed."""
     limits, meter = public["limits"], ctx["meter"]
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": None}
-    pfd = os.pidfd_open(program["pid"]) if program else -1
+    p_alive = program is not None and "death" not in program
+    pfd = os.pidfd_open(program["pid"]) if p_alive else -1
     sock = jp.sock.fileno()
     poller = select.poll()
-    for fd in (sock, jp.pidfd) + ((pfd,) if program else ()):
+    for fd in (sock, jp.pidfd) + ((pfd,) if p_alive else ()):
         poller.register(fd, select.POLLIN)
-    p_alive = program is not None
+    if program is not None and not p_alive:  # a judge before this one saw it die
+        _send_frame(sock, "dead", jp.seq, *program["death"])
     p_reason = None
     phase_limit = limits["load_cpu"] if program else None
     phase_t, phase_c = time.monotonic(), meter.cpu()
@@ -798,12 +810,13 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     code = os.waitstatus_to_exitcode(status)
                     if p_reason is None and meter.oom():
                         p_reason = "memory"
-                    _send_frame(sock, "dead", jp.seq, *vd.death(p_reason, code))
+                    program["death"] = vd.death(p_reason, code)
+                    _send_frame(sock, "dead", jp.seq, *program["death"])
                 elif fd == jp.pidfd:
                     state["judge_exit"] = _judge_gone(jp, meter, kill=False)
                     return state
     finally:
-        if program:
+        if pfd >= 0:
             os.close(pfd)
             if p_alive:
                 os.kill(program["pid"], signal.SIGKILL)
