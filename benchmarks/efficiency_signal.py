@@ -10,7 +10,7 @@ it prints:
   programs, t_ref = their median) is strictly higher -- with the measurement pass and the tie band, and,
   for comparison, with the old per-test times and the 1 ms floor;
 - memory pairs (smaller, larger): how often the smaller program's stage-2 space score is strictly higher;
-- identical programs (same normalized source, e.g. a comment added) through the training executor:
+- identical programs (same normalized source, e.g. a comment added at the end) through the training executor:
   the largest reward gap (must be exactly 0);
 - the noise band: the spread of repeated measurements of one program (no cache), and how often
   renamed twins (different source, same work) tie;
@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,7 +37,7 @@ import efficiency_corpus as corpus  # noqa: E402
 from corecode.benchmarks import load_benchmark  # noqa: E402
 from corecode.rewards import Outcome, RewardConfig, coder_group_rewards, planner_group_rewards  # noqa: E402
 from corecode.rewards import sandbox_executor  # noqa: E402
-from corecode.sandbox import Sandbox, SandboxConfig, measure  # noqa: E402
+from corecode.sandbox import MeasureConfig, Sandbox, SandboxConfig, measure  # noqa: E402
 
 
 def time_rewards(a, b, config: RewardConfig) -> tuple[float, float]:
@@ -62,6 +63,8 @@ def main() -> int:
     parser.add_argument("--busy", type=int, default=1, help="cores kept busy by a spinning process")
     parser.add_argument("--workers", type=int, default=1, help="sandbox workers")
     parser.add_argument("--json", default=None, help="write every figure here too")
+    parser.add_argument("--slack-us", type=float, default=None, help="MeasureConfig.cache_slack_s, in microseconds")
+    parser.add_argument("--rounds", type=int, default=None, help="MeasureConfig.rounds")
     args = parser.parse_args()
 
     problems = {p.id: p for name in ("mbpp", "humaneval") for p in load_benchmark(name, "all")}
@@ -88,8 +91,16 @@ def main() -> int:
             def ok(pair) -> bool:
                 return (pair[2], pair[1]) not in failing and (pair[3], pair[1]) not in failing
 
+            mconfig = MeasureConfig()
+            if args.slack_us is not None:
+                mconfig = replace(mconfig, cache_slack_s=args.slack_us * 1e-6)
+            if args.rounds is not None:
+                mconfig = replace(mconfig, rounds=args.rounds)
+            out["measure_config"] = {"cache_slack_s": mconfig.cache_slack_s, "rounds": mconfig.rounds,
+                                     "memory_slack_bytes": mconfig.memory_slack_bytes, "prefault": mconfig.prefault}
+
             def measured(program: str, task: str):
-                m = measure(sb, program, problems[task])
+                m = measure(sb, program, problems[task], config=mconfig)
                 return m
 
             costs: list[float] = []
@@ -146,7 +157,7 @@ def main() -> int:
             for bench, task, fast, slow in corpus.TIME_PAIRS[:20]:
                 if (fast, task) in failing:
                     continue
-                twin = "# the same program, another comment\n" + fast + "\n\n"
+                twin = fast + "\n# the same program, another comment\n"  # same AST, same positions
                 r1, r2 = execute([(fast, problems[task]), (twin, problems[task])])
                 o1, o2 = Outcome.from_execution(r1), Outcome.from_execution(r2)
                 planner = planner_group_rewards([[o1], [o2]], [False, False], config)

@@ -240,6 +240,7 @@ def measure_child(payload: tuple, nonce: bytes, loops: int, traced: bool) -> Non
         _stub(compiled, inputs, tuple(names))(set())
         _flush()
         emit((FRAME, 0, b"", -1))
+        os.kill(os.getpid(), signal.SIGSTOP)
         exit_now(0)
     entries: set = set()
     peak = -1
@@ -258,6 +259,7 @@ def measure_child(payload: tuple, nonce: bytes, loops: int, traced: bool) -> Non
             run(None)
     _flush()
     emit((FRAME, int(loops), pack(entries), int(peak)))
+    os.kill(os.getpid(), signal.SIGSTOP)  # the worker reads its meters now, then kills us
     exit_now(0)
 
 
@@ -304,18 +306,93 @@ def _wait_begin(pid: int, result_r: int, frames, limit_s: float) -> bool:
         os.close(pidfd)
 
 
+def _cpu_now(meter, pid: int) -> float:
+    return meter.cpu() if meter.cgroup else _schedstat(pid)
+
+
+def _until_report(pid: int, result_r: int, out_fd: int, frames, limits: dict, cap: float, meter, c0: float):
+    """Watch the child until its report (or error) frame arrives, or it ends, or a limit is hit.
+
+    Returns (why it was killed or None, CPU at the report). The report holds the hashes of the answers,
+    which the child can only send once it has computed them: what it does after it is not counted, and
+    does not matter (the child then stops itself and is killed).
+    """
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(result_r, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    t0 = time.monotonic()
+    wall_limit = cap * limits["wall_factor"] + limits["wall_extra"]
+    try:
+        while True:
+            used = _cpu_now(meter, pid) - c0
+            if used > cap or time.monotonic() - t0 > wall_limit:
+                return "timeout", used
+            if frames.corrupt:
+                return "corrupt", used
+            if os.fstat(out_fd).st_size >= limits["output"]:
+                return "output", used
+            if meter.oom():
+                return "memory", used
+            for fd, _ in poller.poll(20):
+                if fd == pidfd:
+                    used = _cpu_now(meter, pid) - c0
+                    os.set_blocking(result_r, False)
+                    try:
+                        while data := os.read(result_r, 1 << 16):
+                            frames.feed(data)
+                    except BlockingIOError:
+                        pass
+                    return None, used
+                data = os.read(result_r, 1 << 16)
+                items = frames.feed(data)
+                if any(item[0] in (FRAME, "error") for item in items):
+                    _stop_all(meter, pid)  # off the CPUs: the cgroup's count is then complete
+                    return None, _cpu_now(meter, pid) - c0
+                if not data:
+                    poller.unregister(result_r)
+    finally:
+        os.close(pidfd)
+
+
+def _state(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return b"X"
+
+
+def _stop_all(meter, pid: int) -> None:
+    """SIGSTOP every process of the job and wait until none runs: a running task's CPU reaches the cgroup's
+    count only when it leaves the CPU (or at the next tick)."""
+    for _ in range(200):
+        pids = [p for p in meter.pids() if p not in meter.exclude and p != meter.self_pid] if meter.cgroup else [pid]
+        running = []
+        for p in pids:
+            if _state(p) not in (b"T", b"t", b"Z", b"X"):
+                running.append(p)
+                try:
+                    os.kill(p, signal.SIGSTOP)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if not running:
+            return
+        time.sleep(0.0002)
+
+
 def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: float) -> dict:
-    """Fork one exec child, watch it like a test child, reap it, sweep everything it left; read the meters.
+    """Fork one exec child, watch it, kill it, sweep everything it left; read the meters.
 
     CPU and peak memory are counted from the child's ``begin`` (it then waits for our reading; no program
-    code has run in it yet) until the sweep after it has killed every process the child left.
+    code has run in it yet) until its report arrives (the hashes of its answers: it cannot send them before
+    it has done the work), every process and thread it started included (the job cgroup).
     """
     limits, meter = ctx["limits"], ctx["meter"]
     nonce = os.urandom(16)
     result_r, result_w = os.pipe2(os.O_CLOEXEC)
     ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
     out_fd, err_fd, in_fd = _run._memfd("stdout"), _run._memfd("stderr"), _run._memfd("stdin")
-    base = _run._rss()
     exit_now = os._exit
     meter.start()
     pid = os.fork()
@@ -331,33 +408,30 @@ def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: flo
     os.close(ack_r)
     meter.watch(pid)
     frames = _run.Frames(nonce, limits["output"])
-    killed = None
+    killed, cpu, peak, rss0 = None, 0.0, None, None
     try:
         begun = _wait_begin(pid, result_r, frames, limits["wall_extra"] + cpu_cap * limits["wall_factor"])
-        c0 = meter.cpu() if meter.cgroup else _schedstat(pid)
-        meter.reset_peak()
-        rss0 = _reset_hwm(pid)
         if begun:
+            c0 = _cpu_now(meter, pid)
+            meter.reset_peak()
+            rss0 = _reset_hwm(pid)
             os.write(ack_w, b"g")
-            killed = _run._watch(pid, result_r, out_fd, frames, limits, [cpu_cap], meter)
-        else:
-            os.kill(pid, signal.SIGKILL)
+            killed, cpu = _until_report(pid, result_r, out_fd, frames, limits, cpu_cap, meter, c0)
+            peak = meter.peak() if meter.cgroup else None
+            hwm = _run._status_field(pid, b"VmHWM:")
+            if hwm is not None and rss0 is not None:
+                peak = max(peak or 0, hwm - rss0)
     finally:
         os.close(ack_w)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         _, status, usage = os.wait4(pid, 0)
-    peak = meter.peak() if meter.cgroup else None
-    # The child's own high-water mark since begin (page resolution; a child can reset its own, so this
-    # only adds resolution to the cgroup's figure, which it cannot reset: the larger of the two counts).
-    hwm = max(0, usage.ru_maxrss * 1024 - rss0) if rss0 is not None else None
-    peak = max(peak or 0, hwm or 0) if (peak is not None or hwm is not None) else None
+    if rss0 is not None:  # helpers the child waited for count too (their high-water marks)
+        peak = max(peak or 0, usage.ru_maxrss * 1024 - rss0)
     oom = meter.oom()
     ctx["sweep"]()  # kills and reaps whatever the child left behind, empties the job dir and scratch
-    if meter.cgroup:
-        cpu = meter.cpu() - c0  # after the sweep: the child, its helpers, until the last of them died
-    else:
-        cpu = max(0.0, usage.ru_utime + usage.ru_stime - c0)
-    if peak is None:
-        peak = max(0, usage.ru_maxrss * 1024 - base)
     stderr = _run._read_capped(err_fd, 2000)
     for fd in (result_r, out_fd, err_fd, in_fd):
         os.close(fd)
@@ -367,21 +441,25 @@ def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: flo
         error = "the program wrote to the harness's result channel"
     elif killed or oom:
         error = f"killed: {killed or 'memory'} (limit of the measurement)"
+    elif not begun:
+        error = "the measurement child failed before the program ran" + (
+            f": {stderr.decode('utf-8', 'replace')[-300:]}" if stderr else "")
     elif len(found) != 1:
         error = (f"the measurement child ended without one report (exit {os.waitstatus_to_exitcode(status)})"
                  + (f": {stderr.decode('utf-8', 'replace')[-300:]}" if stderr else ""))
     elif found[0][0] == "error" or len(found[0]) != 4 or found[0][1] != loops or type(found[0][2]) is not bytes \
             or type(found[0][3]) is not int:
         error = str(found[0][1]) if found[0][0] == "error" else "malformed report"
+    whole = usage.ru_utime + usage.ru_stime  # the whole child (isolation, warm-up, prefault): its cost
     if error is not None:
-        return {"error": error, "cpu": cpu}
-    return {"cpu": cpu, "peak": peak, "report": found[0][2], "traced": found[0][3]}
+        return {"error": error, "cpu": cpu, "whole": whole}
+    return {"cpu": cpu, "peak": max(0, peak or 0), "report": found[0][2], "traced": found[0][3], "whole": whole}
 
 
 def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
     rounds, budget, target = int(params["rounds"]), float(params["budget_s"]), float(params["target_round_s"])
     max_loops = int(params["max_repetitions"])
-    spent = [0.0]
+    spent, whole = [0.0], [0.0]
     reports: list[str] = []
     runs: dict[str, list] = {"0": [], "1": [], "L": []}
 
@@ -390,6 +468,7 @@ def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
             raise _Fail("the measurement used more CPU than its cap")
         got = _one_child(ctx, payload, loops, traced, cap)
         spent[0] += got["cpu"]
+        whole[0] += max(got["whole"], got["cpu"])
         if "error" in got:
             raise _Fail(got["error"])
         if loops:
@@ -416,7 +495,7 @@ def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
     peak = {k: min(r["peak"] for r in v) for k, v in runs.items() if v}
     return {"baseline_s": cpu["0"], "single_s": cpu["1"], "loop_s": cpu.get("L", cpu["1"]), "loops": loops,
             "rounds": done, "peak_baseline": peak["0"], "peak_single": peak["1"], "traced_peak": traced,
-            "child_cpu_s": spent[0], "reports": reports, "cgroup": bool(ctx["meter"].cgroup)}
+            "measured_cpu_s": spent[0], "child_cpu_s": whole[0], "reports": reports, "cgroup": bool(ctx["meter"].cgroup)}
 
 
 class _Fail(Exception):

@@ -1,0 +1,318 @@
+"""The measurement pass against a reward-seeking program (the red team's attacks on issue 13's first pass).
+
+Every attack of the red team that once scored better than its honest twin is here, on a toy problem whose
+honest solution does a lot of work (a 200,000-step loop, or tens of MB), so that a working attack would be
+>= 10x cheaper: each test asserts that it is not (or that the program is charged its limits), and that
+the honest twin is still measured sanely (>= 10x the trivial program). No other timing assertion.
+
+Classes (the red team's report): A state surviving between repetitions, B tampering with the measuring
+code, C work in a forked child, D memory outside tracemalloc, E skipping work when measured, F dedup.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from corecode.rewards import sandbox_executor
+from corecode.sandbox import MeasureConfig, Sandbox, SandboxConfig, normalized_source
+from corecode.sandbox import measure as measure_one
+from corecode.types import AssertTest, Problem, StdioTest
+
+STEPS = 200_000
+ANSWER = {n: n + sum(i % 7 for i in range(STEPS)) for n in (1, 2, 3)}
+HEAVY = Problem(id="heavy", source="toy", statement="n + sum(i % 7)", entry_point="heavy",
+                tests=tuple(AssertTest(f"assert heavy({n}) == {ANSWER[n]}") for n in (1, 2, 3)))
+WORK = f"n + sum(i % 7 for i in range({STEPS}))"
+HONEST = f"def heavy(n):\n    return {WORK}\n"
+TRIVIAL = f"ANSWERS = {ANSWER!r}\ndef heavy(n):\n    return ANSWERS[n]\n"  # a lookup: no work at all
+
+SIZE = 1_000_000
+BIG = Problem(id="big", source="toy", statement="len of a big list", entry_point="big",
+              tests=(AssertTest(f"assert big(1) == {SIZE + 1}"), AssertTest(f"assert big(2) == {SIZE + 2}")))
+BIG_HONEST = f"def big(n):\n    data = list(range({SIZE}))\n    return len(data) + n\n"
+BIG_TRIVIAL = f"def big(n):\n    return {SIZE} + n\n"
+
+STDIO = Problem(id="heavy-stdio", source="toy", statement="n + sum(i % 7)",
+                tests=tuple(StdioTest(f"{n}\n", f"{ANSWER[n]}\n") for n in (1, 2)))
+STDIO_HONEST = f"n = int(input())\nprint({WORK})\n"
+
+CHEAP = MeasureConfig(target_round_s=0.002, rounds=2, budget_s=0.02)  # order, not precision
+LIMIT_S = 5.0
+
+
+def measure(sb, program, problem):
+    return measure_one(sb, program, problem, config=CHEAP)
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, time_limit_s=LIMIT_S)) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def honest(sb):
+    """The honest twins, measured sanely: ok, and >= 10x the trivial program (time, memory)."""
+    h, t = measure(sb, HONEST, HEAVY), measure(sb, TRIVIAL, HEAVY)
+    assert h.ok and t.ok, (h, t)
+    assert h.cpu_time_s > 10 * t.cpu_time_s, (h, t)
+    hb, tb = measure(sb, BIG_HONEST, BIG), measure(sb, BIG_TRIVIAL, BIG)
+    assert hb.ok and tb.ok, (hb, tb)
+    assert hb.peak_memory_bytes > 10 * max(tb.peak_memory_bytes, 1), (hb, tb)
+    s = measure(sb, STDIO_HONEST, STDIO)
+    assert s.ok, s
+    return {"time": h, "memory": hb, "stdio": s, "trivial": t}
+
+
+def assert_not_cheaper(m, twin, what="time"):
+    """Measured (ok) and not 10x cheaper than the honest twin, or charged its limits."""
+    if not m.ok:
+        assert m.cpu_time_s >= twin.cpu_time_s and m.peak_memory_bytes >= twin.peak_memory_bytes, m
+        return
+    if what == "time":
+        assert m.cpu_time_s > twin.cpu_time_s / 10, (m, twin)
+    else:
+        assert m.peak_memory_bytes > twin.peak_memory_bytes / 10, (m, twin)
+
+
+def cacher(store: str, prelude: str = "") -> str:
+    """honest's work, cached under ``key`` in ``store`` (an expression giving a dict-like object)."""
+    return (f"{prelude}def heavy(n):\n    c = {store}\n    key = 'heavy_%d' % n\n    if key in c:\n"
+            f"        return int(c[key])\n    r = {WORK}\n    c[key] = str(r) if c is __import__('os').environ else r\n"
+            f"    return r\n")
+
+
+# ------------------------------------------------------------------ A: state surviving between executions
+STATE_STORES = {
+    "a01_function_dict": cacher("os.path.join.__dict__.setdefault('_c', {})", "import os\n"),
+    "a02_sys_path_importer_cache": cacher("sys.path_importer_cache", "import sys\n"),
+    "a03_os_environ": cacher("os.environ", "import os\n"),
+    "a05_builtin_object_attribute": cacher("builtins.__spec__.loader.__dict__.get('_m') or "
+                                           "(setattr(builtins.__spec__.loader, '_m', {}) or builtins.__spec__.loader._m)",
+                                           "import builtins\n"),
+    "a19_guard_length_collision": cacher("string.__dict__.setdefault('_m', {}) if string.__dict__.pop('__doc__', 0) "
+                                         "or True else None", "import string\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATE_STORES))
+def test_answers_kept_in_process_state_do_not_reach_the_next_execution(sb, honest, name):
+    m = measure(sb, STATE_STORES[name], HEAVY)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["time"])
+
+
+def test_a04_answers_kept_in_a_file_do_not_reach_the_next_execution(sb, honest):
+    program = ("import os, tempfile\n"
+               "def heavy(n):\n"
+               "    for d in (os.getcwd(), tempfile.gettempdir(), '/tmp', '/dev/shm'):\n"
+               "        p = os.path.join(d, 'cc_heavy_%d' % n)\n"
+               "        if os.path.exists(p):\n"
+               "            return int(open(p).read())\n"
+               f"    r = {WORK}\n"
+               "    for d in (os.getcwd(), tempfile.gettempdir(), '/tmp', '/dev/shm'):\n"
+               "        try:\n"
+               "            open(os.path.join(d, 'cc_heavy_%d' % n), 'w').write(str(r))\n"
+               "        except OSError:\n"
+               "            pass\n"
+               "    return r\n")
+    m = measure(sb, program, HEAVY)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["time"])
+
+
+def test_a_helper_process_kept_alive_does_not_serve_the_next_execution(sb, honest):
+    """A forked daemon holding the answers (abstract unix socket) is killed by the sweep after each child."""
+    program = ("import os, socket\n"
+               "ADDR = '\\0cc-heavy-cache'\n"
+               "def heavy(n):\n"
+               "    try:\n"
+               "        s = socket.socket(socket.AF_UNIX); s.connect(ADDR); s.sendall(b'%d' % n)\n"
+               "        return int(s.recv(64))\n"
+               "    except OSError:\n"
+               "        pass\n"
+               f"    r = {WORK}\n"
+               "    try:\n"
+               "        if os.fork() == 0:\n"
+               "            os.setsid()\n"
+               "            srv = socket.socket(socket.AF_UNIX); srv.bind(ADDR); srv.listen(8)\n"
+               "            while True:\n"
+               "                c, _ = srv.accept(); k = int(c.recv(64))\n"
+               f"                c.sendall(b'%d' % (k + sum(i % 7 for i in range({STEPS})) if k != n else r))\n"
+               "    except OSError:\n"
+               "        pass\n"
+               "    return r\n")
+    m = measure(sb, program, HEAVY)
+    assert_not_cheaper(m, honest["time"])
+
+
+# ------------------------------------------------------------------ B: tampering with the measuring code
+def test_a07_a20_a22_patched_clocks_do_not_change_the_cpu_time(sb, honest):
+    """The clock is read by the worker from the job's cgroup: patching every clock in the program's
+    interpreter (resource, time, closures found through gc and frames) changes nothing."""
+    program = ("import gc, sys, resource, time\n"
+               "class _U:\n    ru_utime = ru_stime = 0.0\n    ru_maxrss = 0\n"
+               "resource.getrusage = lambda who: _U()\n"
+               "time.process_time = time.perf_counter = time.monotonic = lambda: 0.0\n"
+               "for o in gc.get_objects():\n"
+               "    if type(o).__name__ == 'function' and o.__closure__:\n"
+               "        for cell in o.__closure__:\n"
+               "            try:\n"
+               "                if getattr(cell.cell_contents, '__name__', '') in ('getrusage', 'cpu', 'get_traced_memory'):\n"
+               "                    cell.cell_contents = lambda *a: _U()\n"
+               "            except Exception:\n"
+               "                pass\n"
+               + HONEST)
+    m = measure(sb, program, HEAVY)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["time"])
+
+
+def test_a08_a_forged_report_frame_is_not_accepted(sb, honest):
+    """The program finds the nonce in the harness's frame and writes its own report (no results), then
+    exits: the report is not that of a correct execution, so the program is charged its limits."""
+    program = ("import sys, os, marshal, struct\n"
+               "def _forge():\n"
+               "    f = sys._getframe(1)\n"
+               "    while f is not None:\n"
+               "        loc = f.f_locals\n"
+               "        if 'nonce' in loc and 'loops' in loc:\n"
+               "            data = marshal.dumps(('report', loc['loops'], b'', 0))\n"
+               "            os.write(3, loc['nonce'] + struct.pack('<I', len(data)) + data)\n"
+               "            os._exit(0)\n"
+               "        f = f.f_back\n"
+               "_forge()\n" + HONEST)
+    m = measure(sb, program, HEAVY)
+    assert not m.ok and m.cpu_time_s == LIMIT_S * 3, m
+
+
+def test_a06_a_reset_or_stopped_tracer_does_not_hide_the_memory(sb, honest):
+    """tracemalloc runs in the program's interpreter (its figure is only a lower bound): resetting its
+    peak, or stopping it, leaves the worker's meters (cgroup peak, RSS high-water mark)."""
+    program = ("import _tracemalloc\n"
+               f"def big(n):\n    data = list(range({SIZE}))\n    r = len(data) + n\n    del data\n"
+               "    _tracemalloc.reset_peak()\n    _tracemalloc.stop()\n    return r\n")
+    m = measure(sb, program, BIG)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["memory"], "memory")
+
+
+# ------------------------------------------------------------------ C: work in a forked child
+def test_a09_work_done_in_a_forked_helper_is_counted(sb, honest):
+    program = ("import os, posix\n"
+               "def heavy(n):\n"
+               "    r, w = os.pipe()\n"
+               "    pid = os.fork()\n"
+               "    if pid == 0:\n"
+               f"        os.write(w, str({WORK}).encode())\n"
+               "        posix._exit(0)\n"
+               "    os.close(w)\n"
+               "    data = os.read(r, 64)\n"
+               "    os.waitpid(pid, 0)\n"
+               "    return int(data)\n")
+    m = measure(sb, program, HEAVY)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["time"])
+
+
+def test_a09_work_done_in_a_helper_that_is_never_waited_for_is_counted(sb, honest):
+    program = ("import os, posix\n"
+               "def heavy(n):\n"
+               "    r, w = os.pipe()\n"
+               "    if os.fork() == 0:\n"
+               "        os.setsid()\n"
+               f"        os.write(w, str({WORK}).encode())\n"
+               "        while True:\n"
+               "            pass\n"
+               "    os.close(w)\n"
+               "    return int(os.read(r, 64))\n")
+    m = measure(sb, program, HEAVY)
+    assert_not_cheaper(m, honest["time"])
+
+
+def test_a12_memory_used_in_a_forked_helper_is_counted(sb, honest):
+    program = ("import os, posix\n"
+               "def big(n):\n"
+               "    r, w = os.pipe()\n"
+               "    pid = os.fork()\n"
+               "    if pid == 0:\n"
+               f"        data = list(range({SIZE}))\n"
+               "        os.write(w, str(len(data) + n).encode())\n"
+               "        posix._exit(0)\n"
+               "    os.close(w)\n"
+               "    out = int(os.read(r, 64))\n"
+               "    os.waitpid(pid, 0)\n"
+               "    return out\n")
+    m = measure(sb, program, BIG)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["memory"], "memory")
+
+
+# ------------------------------------------------------------------ D: memory outside tracemalloc
+def test_a11_anonymous_mmap_memory_is_counted(sb, honest):
+    size = honest["memory"].peak_memory_bytes
+    program = ("import mmap\n"
+               "def big(n):\n"
+               f"    buf = mmap.mmap(-1, {size})\n"
+               f"    for i in range(0, {size}, 4096):\n"
+               "        buf[i] = 1\n"
+               f"    return {SIZE} + n + buf[0] - 1\n")
+    m = measure(sb, program, BIG)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["memory"], "memory")
+
+
+# ------------------------------------------------------------------ E: skipping work when measured
+MEASURED = ("import sys, _tracemalloc\n"
+            "def measured():\n"
+            "    f = sys._getframe()\n"
+            "    while f is not None:\n"
+            "        if 'measure' in f.f_code.co_name or '_measure' in f.f_code.co_filename:\n"
+            "            return True\n"
+            "        f = f.f_back\n"
+            "    return '_measure' in sys.modules or _tracemalloc.is_tracing()\n")
+
+
+@pytest.mark.parametrize("name", ["a13_wrong_answer", "a14_none_when_traced", "a17_raise_at_module_level",
+                                  "exit_at_module_level", "loop_detection"])
+def test_programs_that_do_less_when_measured_are_charged(sb, honest, name):
+    body = {
+        "a13_wrong_answer": "def heavy(n):\n    if measured():\n        return 0\n    return " + WORK + "\n",
+        "a14_none_when_traced": "def heavy(n):\n    if _tracemalloc.is_tracing():\n        return None\n"
+                                "    return " + WORK + "\n",
+        "a17_raise_at_module_level": "if measured():\n    raise SystemExit(0)\n" + HONEST,
+        "exit_at_module_level": "import os\nif measured():\n    os._exit(0)\n" + HONEST,
+        "loop_detection": "CALLS = []\ndef heavy(n):\n    CALLS.append(n)\n"
+                          "    if measured() and sys._getframe(2).f_locals.get('entries') is None:\n        return 0\n"
+                          "    return " + WORK + "\n",
+    }[name]
+    m = measure(sb, MEASURED + body, HEAVY)
+    if name == "loop_detection":  # skipping the unverified loops only: charged one execution's cost
+        assert_not_cheaper(m, honest["time"])
+    else:
+        assert not m.ok and m.cpu_time_s == LIMIT_S * 3 and m.peak_memory_bytes == 1024 << 20, m
+
+
+def test_a16_stdio_cache_and_skip_are_charged_or_see_no_cache(sb, honest):
+    cache = ("import os, sys\n"
+             "s = sys.stdin.read()\n"
+             "memo = os.path.join.__dict__.setdefault('_m', {})\n"
+             "if s in memo:\n    sys.stdout.write(memo[s])\n"
+             "else:\n    n = int(s)\n    out = '%d\\n' % (" + WORK + ")\n    memo[s] = out\n    sys.stdout.write(out)\n")
+    m = measure(sb, cache, STDIO)
+    assert m.ok, m
+    assert_not_cheaper(m, honest["stdio"])
+    skip = MEASURED + "n = int(input())\nprint(0 if measured() else " + WORK + ")\n"
+    m = measure(sb, skip, STDIO)
+    assert not m.ok and m.cpu_time_s == LIMIT_S * 2, m
+
+
+# ------------------------------------------------------------------ F: dedup
+def test_a15_sources_that_differ_in_line_numbers_are_not_deduplicated(sb):
+    """B has A's AST but reads its own line number, so it fails alone: it must not inherit A's pass."""
+    problem = Problem(id="line", source="toy", statement="", entry_point="f", tests=(AssertTest("assert f() == 3"),))
+    a = "import sys\ndef f():\n    return sys._getframe().f_lineno\n"
+    b = "# a comment line\nimport sys\ndef f():\n    return sys._getframe().f_lineno\n"
+    assert normalized_source(a) != normalized_source(b)
+    results = sandbox_executor(sb)([(a, problem), (b, problem)])
+    assert results[0].passed and not results[1].passed
