@@ -3,6 +3,8 @@
 Layout of ``output_dir``::
 
     config.yaml                       the resolved TrainConfig
+    validation-overlap.json           ids of validation problems that are also training problems (a note on
+                                      stderr when there are any)
     plans/plans-<planner hash>.jsonl  stage-2 plan cache (one file per frozen-Planner checkpoint)
     round1/planner/                   stage 1: checkpoint-N/, final/, executions-rank0.jsonl,
                                       metrics.jsonl, validation.jsonl, curves.png, runs/ (TensorBoard)
@@ -16,6 +18,7 @@ Layout of ``output_dir``::
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from corecode.errors import ConfigError
@@ -51,6 +54,12 @@ def run_training(config: TrainConfig) -> dict[str, str]:
             limit=config.validation_limit,
             ids=config.validation_ids,
         )
+        shared = {p.id for p in validation} & {p.id for p in problems}
+        if shared:
+            print(f"corecode train: note: {len(shared)} of {len(validation)} validation problems are training "
+                  "problems; validation then measures fit to them, not what carries over to new problems",
+                  file=sys.stderr)
+        (out / "validation-overlap.json").write_text(json.dumps(sorted(shared)), encoding="utf-8")
 
     state = distributed_state()
     check_launch(config, state.num_processes)
