@@ -8,7 +8,8 @@ first real load of a model, :func:`safe_load_mode` loads it in a child process a
 * the child succeeds: load normally (``"default"``);
 * it dies on a signal, but succeeds with llama.cpp's extra buffer types off (no AMX / weight repacking):
   load that way (``"safe"``) and warn once, naming the cost and the command that rebuilds llama.cpp;
-* it dies both ways: :class:`~corecode.errors.BackendError` with what happened and the command that fixes it.
+* it dies both ways: :class:`~corecode.errors.BackendError` with what happened and the command that fixes it;
+* it fails without a signal (a file that is not a model, say): the load in this process reports the error.
 
 The verdict is cached in ``$CORECODE_CACHE/llama_probe.json`` per build (llama-cpp-python's version and its
 shared libraries' size and mtime) and model file, so the probe costs a few seconds once per build and model.
@@ -176,8 +177,9 @@ def safe_load_mode(path: str | Path, *, probe_fn=probe) -> str:
                 "its extra buffer types off: this llama-cpp-python build uses an instruction this machine does "
                 f"not run. Rebuild it for this CPU: {REBUILD_COMMAND}"
             )
-        raise BackendError(f"llama.cpp could not run {path.name} in a probe process "
-                           f"(exit status {first['returncode']}): {first['detail']}")
+        # an error that is not a signal (a bad file, a timeout) is not what this guard is for: the load in
+        # this process raises it as a Python exception with llama.cpp's own message
+        return "default"
     if mode == "safe" and key not in _WARNED:
         _WARNED.add(key)
         warnings.warn(
