@@ -350,3 +350,19 @@ def test_a_stopped_or_killed_judge_never_fails_the_next_job(sb):
         results = sb.run_batch([(GOOD_ADD, ADD)] * 4)
         assert [r.status for r in results] == [Status.PASSED] * 4, sig
     assert_clean(sb)
+
+
+def test_prompt_helpers_are_trusted_but_stubs_are_the_programs(sb):
+    # The problem's own helper (a real body) comes from the trusted copy; a stub in its starter code
+    # (docstring / pass / ...) is what the program writes, so the test uses the program's.
+    starter = ("def helper(x):\n    return x * 10\n\n"
+               "class Solution:\n    def twice(self, s):\n        pass\n\n"
+               "def entry(x):\n    \"\"\"Return helper(x) + 1.\"\"\"\n")
+    problem = Problem(id="t/stubs", source="test", statement="", starter_code=starter, entry_point="entry",
+                      tests=(AssertTest("assert entry(2) == helper(2) + 1"),
+                             AssertTest("assert Solution().twice('ab') == 'abab'")))
+    good = starter.replace("        pass\n", "        return s * 2\n") + "    return helper(x) + 1\n"
+    assert sb.run(good, problem).passed
+    cheat = good.replace("def helper(x):\n    return x * 10", "def helper(x):\n    return -1") \
+                .replace("    return helper(x) + 1\n", "    return 0\n")
+    assert [t.status for t in sb.run(cheat, problem).tests] == [Status.WRONG_ANSWER, Status.PASSED]

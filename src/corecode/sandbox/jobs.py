@@ -9,6 +9,7 @@ tests with expected literals stripped, serve only the measurement pass of progra
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 import marshal
@@ -33,6 +34,30 @@ class Job:
 def _judge_code(code: str) -> bytes:
     """The judge's version of an assert test, compiled once here (the judge unmarshals it)."""
     return marshal.dumps(compile(judge_source(code), "test.py", "exec"))
+
+
+def _is_stub(node: ast.stmt) -> bool:
+    """A definition the program is meant to write: a body of only a docstring, ``pass`` or ``...``."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return all(isinstance(b, ast.Pass) or (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
+                   for b in node.body)
+    if isinstance(node, ast.ClassDef):
+        methods = [b for b in node.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return all(_is_stub(m) for m in methods)
+    return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _helpers_of(starter_code: str, entry_point: str | None) -> str:
+    """The problem's own code whose definitions the tests may use from a trusted copy (HumanEval/32's
+    ``poly``): the starter code without the entry point and without stubs (bodies of only a docstring,
+    ``pass`` or ``...``), which are what the program writes. "" when it does not parse."""
+    try:
+        tree = ast.parse(starter_code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return ""
+    tree.body = [n for n in tree.body if not (_is_stub(n) or getattr(n, "name", None) == entry_point)]
+    return ast.unparse(tree)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -118,10 +143,11 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
         "limits": limits, "deadline_s": deadline, "check_names": (CHECK_NAME, PAIR_NAME),
         "files": files,
     }
+    helpers = _helpers_of(trusted_code, entry_point) if trusted_code.strip() else ""
     secret = {"checks": checks, "outputs": outputs, "tests": judged,
               "setup": _trusted_code(setup_code, "test_setup.py") if setup_code.strip() else None,
-              "trusted": _trusted_code(trusted_code, "prompt.py") if trusted_code.strip() else None,
-              "sources": {"setup": setup_code, "trusted": trusted_code}, "magic": importlib.util.MAGIC_NUMBER,
+              "trusted": _trusted_code(helpers, "prompt.py") if helpers.strip() else None,
+              "sources": {"setup": setup_code, "trusted": helpers}, "magic": importlib.util.MAGIC_NUMBER,
               "entry_point": entry_point,
               "checker": checker.source if checker is not None else None}
     return Job(public, secret, len(tests), deadline + config.job_timeout_margin_s)

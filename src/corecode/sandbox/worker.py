@@ -163,7 +163,7 @@ class Worker:
         try:
             os.mkdir(path)
             with open(os.path.join(path, "pids.max"), "w") as f:
-                f.write(str(self.config.max_processes + 3))  # + the worker's two processes, the exec child
+                f.write(str(self.config.max_processes + 4))  # + the worker's two processes, the exec child, the judge
         except OSError:
             return None
         return path
