@@ -316,3 +316,19 @@ def test_a15_sources_that_differ_in_line_numbers_are_not_deduplicated(sb):
     assert normalized_source(a) != normalized_source(b)
     results = sandbox_executor(sb)([(a, problem), (b, problem)])
     assert results[0].passed and not results[1].passed
+
+
+def test_patched_builtins_cannot_fake_an_expected_side_of_pure_builtins(sb, honest):
+    """``assert set(f(x)) == set((...))``: the expected side is evaluated by the harness (real ``set``), so
+    a program that patches ``set`` when measured (both sides would then agree in its interpreter) and skips
+    the work is charged its limits."""
+    values = sorted({ANSWER[1], 7})
+    problem = Problem(id="heavy-set", source="toy", statement="", entry_point="heavy",
+                      tests=(AssertTest(f"assert set(heavy(1)) == set(({values[0]}, {values[1]}))"),))
+    honest_program = f"def heavy(n):\n    return [{WORK}, 7]\n"
+    cheat = MEASURED + ("import builtins\ndef heavy(n):\n    if measured():\n"
+                        "        builtins.set = lambda *a: frozenset()\n        return []\n"
+                        f"    return [{WORK}, 7]\n")
+    h, m = measure(sb, honest_program, problem), measure(sb, cheat, problem)
+    assert h.ok and h.cpu_time_s > 10 * honest["trivial"].cpu_time_s, h
+    assert not m.ok and m.cpu_time_s == LIMIT_S, m

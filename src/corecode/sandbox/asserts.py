@@ -4,14 +4,17 @@
 "expected X, got Y" message; the judge evaluates it on plain values, so the semantics stay ``==``).
 
 ``rewrite_assert`` (the measurement pass of passing programs only, ``_measure``): ``assert f(x) == LITERAL``
-becomes ``CHECK(k, f(x))`` so that the literal stays out of the measured process, ``assert A == B``
-becomes ``PAIR(k, A, B)``; other shapes run unchanged. It decides no verdict: tests are judged by the
+becomes ``CHECK(k, f(x))`` so that the literal stays out of the measured process (the harness checks the
+hash of the value against the literal's), also when the expected side is a literal expression of pure
+built-ins (``set((4, 5))``), evaluated here; ``assert A == B`` becomes ``PAIR(k, A, B)``; other shapes run
+unchanged. It decides no verdict: tests are judged by the
 judge process (``_judge``), never in the program's process.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import secrets
 from dataclasses import dataclass
@@ -61,8 +64,8 @@ class _Rewriter(ast.NodeTransformer):
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.Eq):
             for value_side, literal_side in ((left, right), (right, left)):
-                ok, literal = _literal(literal_side)
-                if ok and not _literal(value_side)[0]:
+                ok, literal = _trusted_value(literal_side)
+                if ok and not _trusted_value(value_side)[0]:
                     return self._call(node, CHECK_NAME, "eq", literal, [value_side])
             site = self._site()
             return _stmt(node, PAIR_NAME, [ast.Constant(site), left, right])
@@ -81,6 +84,37 @@ def _literal(node: ast.expr) -> tuple[bool, Any]:
         return True, ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
+
+
+# Pure built-ins a test's expected side may call (``set((4, 5))``, ``sorted([3, 1])``): evaluated here, by
+# the harness, with the real built-ins, so the program cannot change the expected value it is checked
+# against (in its own interpreter it could patch ``set``).
+_PURE = {name: getattr(builtins, name) for name in ("set", "frozenset", "tuple", "list", "dict", "sorted", "str", "int", "float", "bool",
+                      "len", "abs", "round", "sum", "min", "max", "reversed", "complex", "bytes")}
+_PURE_NODES = (ast.Expression, ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Load, ast.UnaryOp,
+               ast.BinOp, ast.operator, ast.unaryop, ast.Call, ast.Name, ast.Starred)
+
+
+def _trusted_value(node: ast.expr) -> tuple[bool, Any]:
+    """``ast.literal_eval``, or a literal expression calling only pure built-ins (positional arguments)."""
+    ok, value = _literal(node)
+    if ok:
+        return ok, value
+    tree = ast.Expression(body=node)
+    for sub in ast.walk(tree):
+        if not isinstance(sub, _PURE_NODES):
+            return False, None
+        if isinstance(sub, ast.Name) and sub.id not in _PURE:
+            return False, None
+        if isinstance(sub, ast.Call) and (sub.keywords or not isinstance(sub.func, ast.Name)):
+            return False, None
+    try:
+        value = eval(compile(ast.fix_missing_locations(tree), "<expected>", "eval"), {"__builtins__": {}}, dict(_PURE))
+    except Exception:  # noqa: BLE001 - not evaluable: left to the program side as a pair
+        return False, None
+    if type(value) is reversed:
+        return False, None
+    return True, value
 
 
 def _stmt(node: ast.Assert, name: str, args: list[ast.expr]) -> ast.Expr:
