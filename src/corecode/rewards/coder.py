@@ -7,8 +7,9 @@ and O_target the smallest m_j among the programs of the same group (the G progra
 every test. Both memories are raised to ``memory_floor_bytes`` first (a guard against division by zero), and
 then tie-resolved over the group (../shared/METHOD.md section 3a, ``rewards.ties``): memories within
 ``memory_tie_band`` of their tie class's smallest member count as that member's, so they score exactly alike.
-m_i is the sandbox's measurement: the peak of the program's traced allocations over one whole execution
-(module-level code and every test; ``corecode.sandbox.measure``).
+m_i is the sandbox's measurement over one whole execution (module-level code and every test;
+``corecode.sandbox.measure``): the larger of the peak of the program's traced allocations and the peak the
+worker's meters (job cgroup, RSS high-water mark) saw, less a 64 KiB slack.
 
 A ``None`` outcome is a program whose execution failed on our side (SandboxError): it gets no reward
 (``None``) and does not take part in O_target.

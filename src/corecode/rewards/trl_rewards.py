@@ -135,8 +135,9 @@ def sandbox_executor(sandbox: Any, tests: str = "all", measure: bool = True, mea
     Identical programs of one batch (same problem, same :func:`program_key`) run once and share their
     result. With ``measure`` (the default) the programs that pass every test then get the sandbox's
     measurement pass (``corecode.sandbox.measure``), so their ``cpu_time_s`` / ``peak_memory_bytes`` are
-    whole-program numbers resolved by repetition (../shared/METHOD.md section 3a); a measurement that
-    fails on our side makes that row ``None`` like a failed run.
+    whole-program numbers read by the worker from outside the program, every measured run verified against
+    the expected answers (../shared/METHOD.md section 3a; docs/sandbox.md, "Measuring efficiency"); a
+    measurement that fails on our side makes that row ``None`` like a failed run.
     """
     from corecode.sandbox.measure import MeasureConfig, attach_measurements
 
@@ -183,7 +184,8 @@ def sandbox_executor(sandbox: Any, tests: str = "all", measure: bool = True, mea
 
 
 def program_key(program: str) -> str:
-    """A short digest of the program's normalized source (``ast.dump``; comments and layout do not count):
+    """A short digest of the program's normalized source (``ast.dump`` with positions: comments and
+    whitespace count only where they move a statement, since a program can read its own line numbers):
     programs with the same key are the same program and get the same outcome and reward."""
     import hashlib
 

@@ -1,26 +1,30 @@
-"""Whole-program CPU time and peak memory of passing programs, above the clock's resolution.
+"""Whole-program CPU time and peak memory of passing programs, read from outside the program.
 
 The test run (``Sandbox.run``) judges a program; its per-test CPU times leave out module-level code, and
 most MBPP/HumanEval tests take a few microseconds, far below what one reading can resolve. The efficiency
 terms of the rewards (../shared/METHOD.md sections 3 and 3a) need more, so programs that pass get a
-second, *measurement* job (``_measure.py``, in the same isolation as a test job) that times the whole
-program by repetition:
+second, *measurement* job (``_measure.py``; docs/sandbox.md, "Measuring efficiency"):
 
     one execution  = module-level code + setup + every test (function problems),
                      or the program once per stdin/stdout test (stdio problems)
-    cpu_time_s     = min over ``rounds`` rounds of (CPU of N executions) / N,
-                     N sized so that a round takes >= ``target_round_s`` of CPU (fresh argument copies
-                     for every execution; one cold execution first, not counted)
-    peak_memory    = peak of Python's traced allocations (tracemalloc) during one execution
+    runs           = fresh exec children forked by the worker, one per run (no state survives a run):
+                     baseline (empty program), single (1 execution), looped (L executions), traced
+    cpu_time_s     = max(per_loop, single - cache_slack_s), from the job cgroup's CPU between a
+                     pre-program handshake and the run's verified report, minimum over rounds, baseline
+                     subtracted
+    peak_memory    = max(traced peak, external peak - memory_slack_bytes): tracemalloc inside the run
+                     (a lower bound), the job cgroup's / the run's RSS high-water mark outside it
 
     >>> with Sandbox(SandboxConfig(workers=2)) as sb:                     # doctest: +SKIP
     ...     results = run_measured(sb, [(program, problem), ...])        # ExecutionResult.measurement set
     ...     m = measure(sb, program, problem)                            # one Measurement
 
-Identical programs (same :func:`normalized_source`) of one call are measured once and share the numbers,
-so they get exactly the same rewards. A measurement that fails (the program crashes or runs out of time
-when repeated, or its results change between repetitions) is not silently dropped: the program is charged
-its limits (CPU = the sum of its tests' time limits, memory = the memory limit) with ``ok = False``.
+Every run reports hashes of its results (``_digest``), which are checked here against hashes of the
+expected answers (:class:`_Expected`; they never enter the worker). Identical programs (same
+:func:`normalized_source`) of one call are measured once and share the numbers, so they get exactly the
+same rewards. A measurement that fails (a wrong or missing result in any run, a crash, an exit, a timeout)
+is not silently dropped: the program is charged its limits (CPU = the sum of its tests' time limits,
+memory = the memory limit) with ``ok = False``.
 """
 
 from __future__ import annotations
