@@ -366,3 +366,26 @@ def test_prompt_helpers_are_trusted_but_stubs_are_the_programs(sb):
     cheat = good.replace("def helper(x):\n    return x * 10", "def helper(x):\n    return -1") \
                 .replace("    return helper(x) + 1\n", "    return 0\n")
     assert [t.status for t in sb.run(cheat, problem).tests] == [Status.WRONG_ANSWER, Status.PASSED]
+
+
+def test_reference_solutions_never_run_on_a_worker_that_serves_programs(monkeypatch):
+    # Program children are forked from their worker, whose freed memory may still hold earlier jobs'
+    # programs: a reference solution (run for time limits) must never have been one of them.
+    seen: list[tuple[int, str]] = []
+    real = Worker.execute
+
+    def execute(self, public, secret, timeout_s):
+        seen.append((self.index, public.get("program", "")))
+        return real(self, public, secret, timeout_s)
+
+    monkeypatch.setattr(Worker, "execute", execute)
+    reference = "def add(a, b):\n    return a + b  # REFERENCE\n"
+    problem = Problem(id="t/ref-worker", source="test", statement="", entry_point="add", tests=ADD.tests,
+                      reference_solutions=(reference,))
+    with Sandbox(SandboxConfig(workers=2, reference_timing=True)) as sandbox:
+        assert all(r.passed for r in sandbox.run_batch([(GOOD_ADD, problem)] * 4))
+        assert sandbox._reference_worker is not None
+        ref_index = sandbox._reference_worker.index
+        assert ref_index not in {w.index for w in sandbox._workers}
+    assert {i for i, program in seen if "REFERENCE" in program} == {ref_index}
+    assert ref_index not in {i for i, program in seen if "REFERENCE" not in program}

@@ -45,6 +45,11 @@ class Sandbox:
         self._start_lock = threading.Lock()
         self._reference: dict[tuple, list[float | None]] = {}
         self._reference_locks: dict[tuple, threading.Lock] = {}
+        # Reference solutions run on a worker of their own: program children are forked from their worker,
+        # whose freed memory may still hold earlier jobs' programs, and a reference must not be among them.
+        self._reference_worker: Worker | None = None
+        self._reference_worker_lock = threading.Lock()
+        self._tag = ""
         self._closed = False
         self._finalizer: weakref.finalize | None = None
 
@@ -63,7 +68,7 @@ class Sandbox:
             if self._closed:
                 raise SandboxError("this Sandbox was closed; create a new one")
             remove_stale_cgroups()
-            tag = f"{os.getpid()}-{secrets.token_hex(3)}"
+            tag = self._tag = f"{os.getpid()}-{secrets.token_hex(3)}"
             workers = [Worker(i, self.config, tag) for i in range(self.config.n_workers)]
             errors: list[BaseException] = []
 
@@ -97,6 +102,10 @@ class Sandbox:
                 self._executor = None
             if self._finalizer is not None:
                 self._finalizer()
+            with self._reference_worker_lock:
+                if self._reference_worker is not None:
+                    self._reference_worker.close()
+                    self._reference_worker = None
             self._workers = []
             self._idle = queue.Queue()
             self._closed = True
@@ -183,6 +192,21 @@ class Sandbox:
             self._idle.put(worker)
         return _to_result(reply, job.n_tests)
 
+    def _execute_reference(self, job: Job) -> ExecutionResult:
+        """A reference solution's job, on the reference worker (never on one that serves programs)."""
+        self.start()
+        with self._reference_worker_lock:
+            worker = _reference_worker_of(self)
+            try:
+                reply = worker.execute(_wire(job.public), job.secret, job.timeout_s)
+            except WorkerDied as first:
+                log.warning("sandbox reference worker died (restarted, retrying once): %s", first)
+                try:
+                    reply = worker.execute(_wire(job.public), job.secret, job.timeout_s)
+                except WorkerDied as exc:
+                    raise SandboxError(f"the reference worker failed twice on a reference solution: {exc}") from None
+        return _to_result(reply, job.n_tests)
+
     def _killer_job(self, worker: Worker, job: Job, exc: WorkerDied) -> ExecutionResult:
         """The same job brought its worker down twice: the program's fault unless a trivial job fails too.
 
@@ -228,9 +252,18 @@ class Sandbox:
                                 files=(problem.input_file, problem.output_file),
                                 memory_limit_mb=problem.memory_limit_mb,
                                 trusted_code=problem.starter_code or "", entry_point=problem.entry_point)
-                result = self._execute(job)
+                result = self._execute_reference(job)
                 self._reference[key] = [t.cpu_time_s if t.passed else None for t in result.tests]
             return self._reference[key]
+
+
+def _reference_worker_of(sandbox: Sandbox) -> Worker:
+    if sandbox._reference_worker is None:
+        worker = Worker(sandbox.config.n_workers, sandbox.config, sandbox._tag)
+        worker.start()
+        weakref.finalize(sandbox, worker.close)
+        sandbox._reference_worker = worker
+    return sandbox._reference_worker
 
 
 def _wire(public: dict) -> dict:
