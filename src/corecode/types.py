@@ -217,23 +217,24 @@ class Measurement:
     """CPU time and peak memory of one *whole execution* of a passing program (``corecode.sandbox.measure``).
 
     A whole execution is everything the program does for its tests: its module-level code and every test
-    (function problems), or one run per stdin/stdout test (stdio problems). The CPU time is the best
-    per-execution time over rounds of repeated executions; the peak memory is the peak of Python's traced
-    allocations during one execution. ``ok`` is False when the measurement failed or the program's results
-    changed between repetitions: then the numbers are the limits the program is charged (no efficiency
-    credit), and ``detail`` says why.
+    (function problems), or one run per stdin/stdout test (stdio problems). Both numbers are read by the
+    sandbox worker from outside the program, every measured run a fresh process whose results are checked
+    against the expected answers (docs/sandbox.md, "Measuring efficiency"): CPU = max(per-loop time,
+    single-run time - slack), peak = max(traced allocations, the kernel meters' peak - slack). ``ok`` is
+    False when the measurement failed or a measured run did not produce the expected answers: then the
+    numbers are the limits the program is charged (no efficiency credit), and ``detail`` says why.
     """
 
     __test__ = False
 
     cpu_time_s: float
     peak_memory_bytes: int
-    repetitions: int = 1  # executions per round
+    repetitions: int = 1  # executions of the looped run
     rounds: int = 1
     ok: bool = True
     detail: str = ""
     cached: bool = False  # copied from an identical program (same normalized source) of the same batch
-    cost_cpu_s: float = 0.0  # CPU the measurement job itself used (all its executions and checks)
+    cost_cpu_s: float = 0.0  # CPU the measurement job's children used (all their runs, set-up included)
 
     def to_dict(self) -> dict[str, Any]:
         return {"cpu_time_s": self.cpu_time_s, "peak_memory_bytes": self.peak_memory_bytes,
