@@ -81,11 +81,12 @@ def _check_setup(code: str) -> None:
 def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_limits: Sequence[float],
               checker: Checker | None, config: SandboxConfig,
               files: tuple[str | None, str | None] = (None, None), memory_limit_mb: int | None = None,
-              trusted_code: str = "", entry_point: str | None = None) -> Job:
+              trusted_code: str = "", entry_point: str | None = None, measure_items: bool = True) -> Job:
     """``files``: (input_file, output_file) of a file-I/O problem, used by its stdin/stdout tests;
     ``memory_limit_mb``: the problem's own limit, instead of the config's; ``trusted_code``: the problem's
     own code (e.g. the HumanEval prompt) whose helpers the tests use from a trusted copy, never the
-    program's; ``entry_point``: the name the tests call, always taken from the program."""
+    program's; ``entry_point``: the name the tests call, always taken from the program; ``measure_items``:
+    also the stripped test code the measurement pass runs (test jobs do not send it)."""
     for name in files:
         if name is not None and (not name or "/" in name or name in (".", "..")):
             raise ConfigError(f"input/output file name {name!r} must be a plain file name")
@@ -113,13 +114,13 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
             checks.append(({0: ("json", test.expected)}, (0,)))
         elif isinstance(test, AssertTest):
             try:
-                rewritten = rewrite_assert(test.code)
                 judged.append(("assert", _judge_code(test.code), judge_source(test.code)))
+                rewritten = rewrite_assert(test.code) if measure_items else None
             except (SyntaxError, ValueError) as exc:
                 raise ConfigError(f"test {index}: the test code does not compile: {exc}") from None
-            items.append(("assert", rewritten.source))
+            items.append(("assert", rewritten.source if rewritten else ""))
             function_tests.append(index)
-            checks.append((rewritten.sites, rewritten.required))
+            checks.append((rewritten.sites, rewritten.required) if rewritten else None)
         else:
             raise ConfigError(f"test {index}: not a test case: {type(test).__name__}")
     if function_tests:

@@ -133,7 +133,8 @@ class Sandbox:
         job = build_job(program, cases, setup_code=problem.test_setup_code, time_limits=limits,
                         checker=problem.checker, config=self.config,
                         files=(problem.input_file, problem.output_file), memory_limit_mb=problem.memory_limit_mb,
-                        trusted_code=problem.starter_code or "", entry_point=problem.entry_point)
+                        trusted_code=problem.starter_code or "", entry_point=problem.entry_point,
+                        measure_items=False)
         return self._execute(job)
 
     def execute(self, program: str, tests: Sequence[TestCase], *, setup_code: str = "",
@@ -143,7 +144,7 @@ class Sandbox:
             raise ConfigError("execute() needs at least one test")
         limit = time_limit_s or self.config.time_limit_s or self.config.default_time_limit_s
         job = build_job(program, list(tests), setup_code=setup_code, time_limits=[limit] * len(tests),
-                        checker=checker, config=self.config)
+                        checker=checker, config=self.config, measure_items=False)
         return self._execute(job)
 
     def run_batch(self, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all",
@@ -251,7 +252,8 @@ class Sandbox:
                                 time_limits=[generous] * len(cases), checker=problem.checker, config=self.config,
                                 files=(problem.input_file, problem.output_file),
                                 memory_limit_mb=problem.memory_limit_mb,
-                                trusted_code=problem.starter_code or "", entry_point=problem.entry_point)
+                                trusted_code=problem.starter_code or "", entry_point=problem.entry_point,
+                        measure_items=False)
                 result = self._execute_reference(job)
                 self._reference[key] = [t.cpu_time_s if t.passed else None for t in result.tests]
             return self._reference[key]
