@@ -290,6 +290,10 @@ def test_realtime_signal_is_a_failure_of_that_program_only(sb):
     assert "SIGRTMIN+6" in results[0].tests[0].detail and "SIGRTMIN+6" in results[2].tests[0].detail
     stdio = sb.execute(killer + "print(5)\n", [StdioTest("", "5\n")])
     assert stdio.status is Status.RUNTIME_ERROR and "SIGRTMIN+6" in stdio.tests[0].detail
+    # Text a program chooses (exception messages) must not abort whoever writes the results as UTF-8.
+    surrogate = sb.execute("def f():\n    raise ValueError('\\ud800')\n", [AssertTest("assert f() == 1")])
+    assert surrogate.status is Status.RUNTIME_ERROR
+    assert all(isinstance(t.detail.encode("utf-8"), bytes) for t in surrogate.tests)
     assert_clean(sb)
 
 

@@ -65,9 +65,18 @@ def exception_status(name: str) -> str:
     return "runtime_error"
 
 
+def clean_text(value) -> str:
+    """Text a program chose (exception messages, reprs), safe to write anywhere: no lone surrogates."""
+    text = value if type(value) is str else str(value)
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def result(index: int, status: str, **fields) -> dict:
-    return {"index": index, "status": status, "cpu_time_s": 0.0, "wall_time_s": 0.0, "peak_memory_bytes": 0,
-            "exception": None, "detail": "", "stdout": "", "stderr": "", **fields}
+    out = {"index": index, "status": status, "cpu_time_s": 0.0, "wall_time_s": 0.0, "peak_memory_bytes": 0,
+           "exception": None, "detail": "", "stdout": "", "stderr": "", **fields}
+    for key in ("detail", "stdout", "stderr"):
+        out[key] = clean_text(out[key])
+    return out
 
 
 def outputs_match(expected: str, actual: str) -> tuple[bool, str]:
