@@ -506,7 +506,8 @@ def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
     peak = {k: min(r["peak"] for r in v) for k, v in runs.items() if v}
     return {"baseline_s": cpu["0"], "single_s": cpu["1"], "loop_s": cpu.get("L", cpu["1"]), "loops": loops,
             "rounds": done, "peak_baseline": peak["0"], "peak_single": peak["1"], "traced_peak": traced,
-            "measured_cpu_s": spent[0], "child_cpu_s": whole[0], "reports": reports, "cgroup": bool(ctx["meter"].cgroup)}
+            "measured_cpu_s": spent[0], "child_cpu_s": whole[0], "reports": reports,
+            "runs": {k: [r["cpu"] for r in v] for k, v in runs.items()}, "cgroup": bool(ctx["meter"].cgroup)}
 
 
 class _Fail(Exception):

@@ -63,7 +63,7 @@ class MeasureConfig:
         default=True, metadata={"help": "copy the worker's writable pages into each child before it is measured "
                                         "(no copy-on-write faults inside the measured part; ~20 ms per child)"})
     cache_slack_s: float = field(
-        default=10e-6, metadata={"help": "time = max(per-loop time, single-execution time - this): what a "
+        default=30e-6, metadata={"help": "time = max(per-loop time, single-execution time - this): what a "
                                          "program caching answers between loops can gain at most"})
     memory_slack_bytes: int = field(
         default=64 << 10, metadata={"help": "memory = max(traced peak, external peak - this): what memory "
