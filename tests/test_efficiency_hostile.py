@@ -338,6 +338,9 @@ def test_patched_builtins_cannot_fake_an_expected_side_of_pure_builtins(sb, hone
     cheat = MEASURED + ("import builtins\ndef heavy(n):\n    if measured():\n"
                         "        builtins.set = lambda *a: frozenset()\n        return []\n"
                         f"    return [{WORK}, 7]\n")
-    h, m = measure(sb, honest_program, problem), measure(sb, cheat, problem)
+    # a program with its own (module-level) ``set``: the test's ``set`` is still the built-in, as in the judge
+    shadowing = f"def set(*a):\n    return None\ndef heavy(n):\n    return [{WORK}, 7]\n"
+    h, m, s = measure(sb, honest_program, problem), measure(sb, cheat, problem), measure(sb, shadowing, problem)
     assert h.ok and h.cpu_time_s > 10 * honest["trivial"].cpu_time_s, h
+    assert s.ok and s.cpu_time_s > 10 * honest["trivial"].cpu_time_s, s
     assert not m.ok and m.cpu_time_s == LIMIT_S, m

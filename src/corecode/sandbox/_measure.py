@@ -95,6 +95,23 @@ def _call(ns: dict, fn_name: str, args, _callable=callable, _getattr=getattr):
     return fn(*args)
 
 
+class TestNamespace(dict):
+    """Globals of one test, as in the judge: a name the test does not define is the program's, except the
+    names of built-ins, which stay built-ins (a program's own ``set`` does not compute a test's
+    ``set((4, 5))`` in the judge, so not here either)."""
+
+    __slots__ = ("_program", "_builtins")
+
+    def __init__(self, program: dict, builtins_dict: dict):
+        super().__init__(__builtins__=builtins_dict, __name__="__main__")
+        self._program, self._builtins = program, builtins_dict
+
+    def __missing__(self, name: str):
+        if name in self._builtins:
+            raise KeyError(name)  # the interpreter falls back to the builtins
+        return self._program[name]
+
+
 def _execution(code, setup, items, inputs, names: tuple):
     """``run(entries) -> None``: one whole execution; with a set ``entries``, hash what it produced into it
     (item, site, hash, is-hash); with None, nothing is recorded (the repeated loops of one child)."""
@@ -139,8 +156,9 @@ def _execution(code, setup, items, inputs, names: tuple):
                     if entries is not None:
                         entries.add((index, 0, h_json(value), none16))
                 else:
-                    ns[check_name], ns[pair_name] = check_value, check_pair
-                    _exec(item[1], ns)
+                    test_ns = TestNamespace(ns, builtins_module.__dict__)
+                    test_ns[check_name], test_ns[pair_name] = check_value, check_pair
+                    _exec(item[1], test_ns)
         except BaseException as exc:  # noqa: BLE001 - a failure is a wrong result, not a crash
             if entries is not None:
                 entries.add((max(index, 0), error_site, h_error(_type(exc).__name__), none16))
