@@ -184,8 +184,8 @@ def safe_load_mode(path: str | Path, *, probe_fn=probe) -> str:
         _WARNED.add(key)
         warnings.warn(
             f"llama.cpp crashed with {first['signal_name']} on this machine with its default settings; "
-            f"running {path.name} with extra buffer types off (no AMX, no weight repacking), which is slower "
-            f"(see `corecode doctor`). To get the fast path back, rebuild llama.cpp for this CPU: {REBUILD_COMMAND}",
+            f"running {path.name} with extra buffer types off (no AMX, no weight repacking), which can be "
+            f"slower (benchmarks/llama_modes.py measures it). To get the fast path back, rebuild llama.cpp for this CPU: {REBUILD_COMMAND}",
             RuntimeWarning,
             stacklevel=3,
         )
