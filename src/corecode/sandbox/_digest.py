@@ -64,6 +64,17 @@ def _canon(value, out: list, depth: int = 0) -> None:
         members = sorted(canonical(x, depth + 1) for x in value)
         out.append(b"S%d[" % len(members) + b"".join(members))
     else:
+        # Subclasses (Counter, OrderedDict, namedtuple, IntEnum...) count as their base type, read through
+        # the base type's own methods (an overridden __eq__/__iter__ is never consulted), as the judge's
+        # program child converts them before the judge compares.
+        if isinstance(value, bool):
+            return _canon(bool(int.__int__(value)), out, depth)
+        for base, copy in ((int, int.__int__), (float, float.__float__), (str, str.__str__),
+                           (bytes, bytes.__bytes__), (complex, complex.__complex__), (dict, dict.copy),
+                           (list, list.copy), (tuple, lambda v: tuple.__getitem__(v, slice(None))),
+                           (frozenset, frozenset.copy), (set, set.copy)):
+            if isinstance(value, base):
+                return _canon(copy(value), out, depth + 1)
         raise Unplain(t.__name__)
 
 

@@ -33,7 +33,8 @@ class RewrittenAssert:
 
 
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self) -> None:
+    def __init__(self, bound: frozenset = frozenset()) -> None:
+        self.bound = bound  # names the test code binds somewhere
         self.sites: dict[int, tuple[str, Any]] = {}
         self.required: list[int] = []
         self.next_site = 0
@@ -64,8 +65,8 @@ class _Rewriter(ast.NodeTransformer):
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.Eq):
             for value_side, literal_side in ((left, right), (right, left)):
-                ok, literal = _trusted_value(literal_side)
-                if ok and not _trusted_value(value_side)[0]:
+                ok, literal = _trusted_value(literal_side, self.bound)
+                if ok and not _trusted_value(value_side, self.bound)[0]:
                     return self._call(node, CHECK_NAME, "eq", literal, [value_side])
             site = self._site()
             return _stmt(node, PAIR_NAME, [ast.Constant(site), left, right])
@@ -95,16 +96,18 @@ _PURE_NODES = (ast.Expression, ast.Constant, ast.Tuple, ast.List, ast.Set, ast.D
                ast.BinOp, ast.operator, ast.unaryop, ast.Call, ast.Name, ast.Starred)
 
 
-def _trusted_value(node: ast.expr) -> tuple[bool, Any]:
-    """``ast.literal_eval``, or a literal expression calling only pure built-ins (positional arguments)."""
+def _trusted_value(node: ast.expr, bound: frozenset = frozenset()) -> tuple[bool, Any]:
+    """``ast.literal_eval``, or a literal expression calling only pure built-ins (positional arguments)
+    whose names the test code never binds (``str = ...`` in a test makes ``str(...)`` not a built-in)."""
     ok, value = _literal(node)
     if ok:
         return ok, value
     tree = ast.Expression(body=node)
+    callees = {id(sub.func) for sub in ast.walk(tree) if isinstance(sub, ast.Call)}
     for sub in ast.walk(tree):
         if not isinstance(sub, _PURE_NODES):
             return False, None
-        if isinstance(sub, ast.Name) and sub.id not in _PURE:
+        if isinstance(sub, ast.Name) and (sub.id not in _PURE or sub.id in bound or id(sub) not in callees):
             return False, None
         if isinstance(sub, ast.Call) and (sub.keywords or not isinstance(sub.func, ast.Name)):
             return False, None
@@ -115,6 +118,22 @@ def _trusted_value(node: ast.expr) -> tuple[bool, Any]:
     if type(value) is reversed:
         return False, None
     return True, value
+
+
+def _bound_names(tree: ast.AST) -> frozenset:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return frozenset(names)
 
 
 def _stmt(node: ast.Assert, name: str, args: list[ast.expr]) -> ast.Expr:
@@ -129,7 +148,7 @@ def rewrite_assert(code: str) -> RewrittenAssert:
     The result is cached and shared: treat it as read-only.
     """
     tree = ast.parse(code)
-    rewriter = _Rewriter()
+    rewriter = _Rewriter(_bound_names(tree))
     tree = ast.fix_missing_locations(rewriter.visit(tree))
     return RewrittenAssert(ast.unparse(tree), dict(rewriter.sites), tuple(rewriter.required))
 

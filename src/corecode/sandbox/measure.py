@@ -181,6 +181,7 @@ def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: 
     measure_public = {
         "kind": "measure", "program": program, "setup": public["setup"], "items": items, "inputs": inputs,
         "check_names": public["check_names"], "limits": public["limits"], "cpu_cap_s": cap,
+        "entry_point": problem.entry_point,
         "params": {"target_round_s": config.target_round_s, "rounds": config.rounds, "budget_s": config.budget_s,
                    "max_repetitions": config.max_repetitions, "memory": config.memory,
                    "prefault": config.prefault},
