@@ -95,27 +95,19 @@ def _call(ns: dict, fn_name: str, args, _callable=callable, _getattr=getattr):
     return fn(*args)
 
 
-class TestNamespace(dict):
-    """Globals of one test, as in the judge: a name the test does not define is the program's, except the
-    names of built-ins, which stay built-ins (a program's own ``set`` does not compute a test's
-    ``set((4, 5))`` in the judge, so not here either)."""
-
-    __slots__ = ("_program", "_builtins", "_entry")
-
-    def __init__(self, program: dict, builtins_dict: dict, entry: str | None):
-        super().__init__(__builtins__=builtins_dict, __name__="__main__")
-        self._program, self._builtins, self._entry = program, builtins_dict, entry
-
-    def __missing__(self, name: str):
-        if name in self._builtins and name != self._entry:  # the entry point is the program's (MBPP/126's sum)
-            raise KeyError(name)  # the interpreter falls back to the builtins
-        return self._program[name]
+def _test_globals(ns: dict, builtins_dict: dict, entry: str | None) -> dict:
+    """Globals of the tests, as in the judge: the program's names, except those that shadow a built-in
+    (a program's own ``set`` does not compute a test's ``set((4, 5))`` in the judge, so not here either);
+    the entry point is always the program's. A plain dict (the interpreter's fast path for globals);
+    taken once per execution, after the module code and the setup."""
+    return {k: v for k, v in ns.items() if k not in builtins_dict or k == entry or k.startswith("__")}
 
 
 def _execution(code, setup, items, inputs, names: tuple, entry: str | None = None):
     """``run(entries) -> None``: one whole execution; with a set ``entries``, hash what it produced into it
     (item, site, hash, is-hash); with None, nothing is recorded (the repeated loops of one child)."""
     loads, _type, _exec, call, std_streams, flush = marshal.loads, type, exec, _call, _std_streams, _flush
+    test_globals = _test_globals
     builtins_module = builtins
     seek, truncate, pwrite, pread, fstat = os.lseek, os.ftruncate, os.pwrite, os.pread, os.fstat
     h_eq, h_is, h_json, h_pair, h_tokens, h_error = (_digest.h_eq, _digest.h_is, _digest.h_json, _digest.h_pair,
@@ -144,7 +136,7 @@ def _execution(code, setup, items, inputs, names: tuple, entry: str | None = Non
 
         args = [loads(item[2]) if item[0] == "call" else None for item in items]  # fresh copies
         ns = {"__name__": "solution", "__builtins__": builtins_module}
-        index = -1
+        index, base = -1, None
         try:
             _exec(code, ns)
             if setup is not None:
@@ -156,9 +148,10 @@ def _execution(code, setup, items, inputs, names: tuple, entry: str | None = Non
                     if entries is not None:
                         entries.add((index, 0, h_json(value), none16))
                 else:
-                    test_ns = TestNamespace(ns, builtins_module.__dict__, entry)
-                    test_ns[check_name], test_ns[pair_name] = check_value, check_pair
-                    _exec(item[1], test_ns)
+                    if base is None:
+                        base = test_globals(ns, builtins_module.__dict__, entry)
+                        base[check_name], base[pair_name] = check_value, check_pair
+                    _exec(item[1], base.copy())
         except BaseException as exc:  # noqa: BLE001 - a failure is a wrong result, not a crash
             if entries is not None:
                 entries.add((max(index, 0), error_site, h_error(_type(exc).__name__), none16))
