@@ -3,7 +3,8 @@
 With no arguments it runs the quick main job: the planner_coder pipeline with the built-in 0.5B model on
 the first QUICK_LIMIT HumanEval problems, QUICK_N samples each, plus the Coder alone for Collaboration Gain.
 Every agent call may write at most QUICK_MAX_TOKENS tokens: the 0.5B Planner's plans ran from 191 to 836
-tokens on HumanEval/0-1 and most of the job's time went to them; the Coder's programs there took 164-284.
+tokens on HumanEval/0-1 and most of the job's time went to them; the Coder's answers there took 164-384
+(its code comes first; what the cap cuts is the explanation after it).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import sys
 
 __all__ = ["add_arguments", "run", "QUICK_LIMIT", "QUICK_N", "QUICK_MAX_TOKENS"]
 
-# the no-argument main job: sized to finish in under 5 minutes on 2 CPU cores at 13-22 tok/s: about 4,000
-# generated tokens (2 problems x 3 samples x (plan + program), then the Coder alone); see README
+# the no-argument main job: sized to finish in under 5 minutes on 2 CPU cores at 13-22 tok/s: about 3,200
+# generated tokens (2 problems x 2 samples x (plan ~290 + program ~230), then the Coder alone ~260 each);
+# with 3 samples it was ~4,800 tokens, over 6 minutes at 13 tok/s (see README)
 QUICK_LIMIT = 2
-QUICK_N = 3
+QUICK_N = 2
 QUICK_TEMPERATURE = 0.8
 QUICK_MAX_TOKENS = 384
 
