@@ -16,10 +16,14 @@ Nothing the score relies on lives in, or is reachable from, the program's interp
   the job's cgroups, its own IPC namespace where available), and after it the worker's sweep kills
   everything the child left behind and empties the job dir and the scratch tmpfs. No state of one run
   (module attributes, files, environment, helper processes) reaches the next one.
-- **The worker reads the meters.** CPU = the job cgroup's ``cpuacct.usage`` from before the fork to after
-  the sweep (every process and thread the child started, forked helpers included); peak memory = the job
-  cgroup's ``memory.max_usage_in_bytes``, reset before the fork. Without the job cgroups (no root) the
-  worker falls back to ``wait4``'s rusage of the child (helpers it did not wait for escape: documented).
+- **The worker reads the meters.** A child compiles the program, warms up with an empty program, copies
+  its inherited pages, says ``begin`` and waits: no program code has run in it yet. The worker reads the
+  job cgroup's ``cpuacct.usage``, resets the cgroup's and the child's memory high-water marks, and lets it
+  go. When the child's report arrives (it cannot be sent before the answers exist), the worker SIGSTOPs
+  every process of the job and reads again: CPU of every process and thread the child started, forked
+  helpers included; peak = the larger of the cgroup's high-water mark (the job cannot reset it) and the
+  child's (and its waited-for helpers') RSS high-water mark. Without the job cgroups (no root) the worker
+  falls back to the child's own scheduler time and RSS high-water mark (helpers escape: documented).
 - **Children report only hashes of their results** (``_digest``), never a number the score uses (the one
   exception, the traced peak, only ever *raises* the memory figure, see below). The harness accepts a
   run only if its hashes are those of the expected answers, which never enter the worker.
