@@ -90,7 +90,8 @@ def test_retrieval_reward_is_r_plan_of_the_downstream_programs_minus_the_format_
     config = RewardConfig(format_penalty=0.1)
     reward = RetrievalReward(problems, write, execute, GroupLayout(2), config, ExecutionLog(tmp_path / "log.jsonl"))
     orig = trl_rewards.program_for
-    trl_rewards.program_for = lambda problem, answer: f"# {answer}"
+    # programs that differ in code, not only in a comment: identical programs share one outcome
+    trl_rewards.program_for = lambda problem, answer: f"ANSWER = {answer!r}"
     try:
         got = reward(prompts=[None, None], completions=[RECALL, "junk"], problem_id=["digit-3", "digit-3"])
     finally:
