@@ -393,3 +393,75 @@ def test_reference_solutions_never_run_on_a_worker_that_serves_programs(monkeypa
         assert ref_index not in {w.index for w in sandbox._workers}
     assert {i for i, program in seen if "REFERENCE" in program} == {ref_index}
     assert ref_index not in {i for i, program in seen if "REFERENCE" not in program}
+
+
+# Memory of earlier jobs ---------------------------------------------------------------------------
+# The red team's copycat: scan the process's own (fork-inherited) memory for another program of the
+# same problem, compile it and call it. Program children are forked from a per-job leader, never from
+# the long-lived worker, so no earlier job's program is there to find.
+SCANNER = textwrap.dedent("""
+    import os, re
+    def _find(entry):
+        pat = re.compile(rb"def " + entry.encode() + rb"\\(")
+        found = []
+        with open("/proc/self/maps") as m:
+            regions = [l.split() for l in m]
+        fd = os.open("/proc/self/mem", os.O_RDONLY)
+        for r in regions:
+            lo, hi = (int(x, 16) for x in r[0].split("-"))
+            if "w" not in r[1] or hi - lo > 256 << 20:
+                continue
+            try:
+                data = os.pread(fd, hi - lo, lo)
+            except OSError:
+                continue
+            for mt in pat.finditer(data):
+                s, e = mt.start(), mt.end()
+                while s > 0 and (32 <= data[s - 1] < 127 or data[s - 1] in (9, 10, 13)):
+                    s -= 1
+                while e < len(data) and (32 <= data[e] < 127 or data[e] in (9, 10, 13)):
+                    e += 1
+                if b"_find(" not in data[s:e] and b"_get(" not in data[s:e]:
+                    found.append(data[s:e].decode("ascii", "replace"))
+        os.close(fd)
+        return found
+    def _get(entry):
+        for src in sorted(set(_find(entry)), key=len):
+            i = src.find("def " + entry + "(")
+            for start in range(i, -1, -1):
+                if start and src[start - 1] != "\\n":
+                    continue
+                for end in range(len(src), i, -1):
+                    if end < len(src) and src[end] != "\\n":
+                        continue
+                    try:
+                        ns = {}
+                        exec(compile(src[start:end], "peer", "exec"), ns)
+                        if callable(ns.get(entry)):
+                            return ns[entry]
+                    except BaseException:
+                        continue
+        return None
+    def ENTRY(*args):
+        f = _get("ENTRY")
+        return f(*args) if f else None
+""")
+
+
+def test_a_program_cannot_copy_an_earlier_job_from_memory():
+    problem = Problem(id="t/copycat", source="test", statement="", entry_point="strip_ends_xq",
+                      tests=(AssertTest("assert strip_ends_xq('hello', 'l') == 'heo'"),
+                             AssertTest("assert strip_ends_xq('abcda', 'a') == 'bcd'"),
+                             CallTest("strip_ends_xq", ("PHP", "P"), "H")))
+    honest = ("def strip_ends_xq(s, ch):\n    i, j = s.find(ch), s.rfind(ch)\n"
+              "    if i < 0:\n        return s\n    s = s[:j] + s[j + 1:] if j != i else s\n"
+              "    return s[:i] + s[i + 1:]\n")
+    cheat = SCANNER.replace("ENTRY", problem.entry_point)
+    with Sandbox(SandboxConfig(workers=1, time_limit_s=5.0, reference_timing=False)) as sandbox:
+        assert sandbox.run(cheat, problem).n_passed == 0  # alone: nothing to copy
+        assert sandbox.run(honest, problem).passed  # a correct sample of the same problem, same worker ...
+        copied = sandbox.run(cheat, problem)  # ... then the copycat
+        assert copied.n_passed == 0, copied
+        assert sandbox.run(honest + "# another sample\n", problem).passed
+        assert sandbox.run(cheat + "# again\n", problem).n_passed == 0
+        assert_clean(sandbox)

@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import pickle
+import select
 import shutil
 import signal
 import struct
@@ -82,6 +83,7 @@ class Worker:
         info["job_cgroup"] = bool(meter_fds)
         self.meter = _run.Meter(meter_fds)
         self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
+        self.leader_out = _run._memfd("leader-out")  # a job leader's whole answer, sent on after its exit
         self.judge = _run.JudgeProcess()  # forked when the first job needs it
         iso.prctl(iso.PR_SET_DUMPABLE, 0)  # same uid as jobs without root: they must not ptrace or read us
         # Jobs drop root only inside the isolated filesystem, where the interpreter is reachable for them.
@@ -93,6 +95,7 @@ class Worker:
             except ImportError:
                 pass
         iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)  # orphans of a job come back to us to be reaped
+        self.worker_pid = os.getpid()
         gc.collect()
         gc.freeze()  # keep forked jobs from touching (copying) the worker's object headers
 
@@ -142,7 +145,7 @@ class Worker:
                 _reap(block=True)
                 _run._judge_gone(self.judge, self.meter, kill=False)
             elif self.setup.get("cgroup"):
-                _kill_cgroup(self.setup["cgroup"], os.getpid(), keep_also=self.judge.pid)
+                _kill_cgroup(self.setup["cgroup"], {os.getpid(), self.worker_pid, self.judge.pid})
                 self._reap_nowait()
         # The job dir's contents, and anything else on the scratch tmpfs (without root, jobs own the
         # scratch dir too): nothing written by one child is there for the next.
@@ -182,6 +185,90 @@ class Worker:
             shutil.rmtree(self.jobdir, ignore_errors=True)
 
 
+    # -- job leaders ---------------------------------------------------------------------------------
+    def lead_next(self) -> int:
+        """Fork the next job's leader, before anything of the job is read, and wait for it.
+
+        The worker itself never reads a job: the leader reads it from the harness pipe, forks all of its
+        children, hands it to the judge, sweeps, replies, and exits. So the worker's heap never holds a
+        program, test code, message or output, and every program process is forked from a leader that
+        only ever saw its own job: freed memory (``/proc/self/mem`` of a child) shows no other job.
+        Returns the leader's exit code (``LEADER_EOF`` when the harness closed the pipe).
+        """
+        select.select([self.ctl_in], [], [])  # a job (or EOF) is there: wait without reading any of it
+        self._reap_nowait()  # a judge that died since, orphans of the last leader
+        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
+                 "reply_fd": self.reply_fd, "process": self.judge}
+        # The judge is forked from the clean worker (never from a leader), so it outlives jobs.
+        _run._ensure_judge({"limits": {"memory": self.setup.get("judge_memory", 1 << 30)},
+                            "judge_uid": self.setup.get("judge_uid", self.setup["job_uid"]),
+                            "uid_drop": self.info["uid_drop"],
+                            "user_namespace": self.info.get("user_namespace", False), "meter": self.meter}, judge)
+        self.judge.seq += 1  # the leader adds one more: every job's sequence number is new to the judge
+        exit_now = os._exit
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                code = self._lead()
+            except BaseException:  # noqa: BLE001 - our own failure, protocol state unknown
+                sys.stderr.write(traceback.format_exc()[-2000:])
+                sys.stderr.flush()
+            finally:
+                exit_now(code)
+        while True:
+            try:
+                status = os.waitpid(pid, 0)[1]
+                break
+            except InterruptedError:
+                continue
+        code = os.waitstatus_to_exitcode(status)
+        if code in (LEADER_DONE, LEADER_JUDGE_LOST):
+            # The leader's answer (frame head and body) goes on kernel to kernel, never entering us, and
+            # only now: when the harness has it, nothing of the job is left.
+            size, offset = os.fstat(self.leader_out).st_size, 0
+            while offset < size:
+                offset += os.sendfile(self.ctl_out, self.leader_out, offset, size - offset)
+        os.ftruncate(self.leader_out, 0)
+        os.lseek(self.leader_out, 0, os.SEEK_SET)
+        if code == LEADER_JUDGE_LOST:
+            _run._judge_gone(self.judge, self.meter, kill=True)
+        elif code not in (LEADER_DONE, LEADER_EOF):
+            # The leader died mid-job (protocol state unknown): like the worker's death before leaders,
+            # the harness restarts us (and pool's killer-job rule decides about the job).
+            sys.stderr.write(f"job leader ended with status {code}\n")
+            sys.stderr.flush()
+            os._exit(3)
+        self._reap_nowait()
+        return code
+
+    def _lead(self) -> int:
+        """In the job leader: one job, from reading it to its reply; the exit code for ``lead_next``."""
+        iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
+        iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)  # orphans of the job's children come to the leader
+        self.meter.self_pid = int(os.readlink("/proc/self"))  # the job's processes: our descendants
+        judge_pid = self.judge.pid
+        self.ctl_out = self.leader_out  # every answer of the job goes there; the worker sends it on
+        body = recv(self.ctl_in)
+        if body is None:
+            return LEADER_EOF
+        public = pickle.loads(body)
+        del body
+        if public.get("kind") == "measure":
+            try:
+                reply = _measure.serve(self, public, recv)
+            except Exception:  # noqa: BLE001 - our own failure: report it, the harness raises SandboxError
+                reply = {"error": traceback.format_exc()[-2000:]}
+            send(self.ctl_out, json.dumps(reply).encode())
+        else:
+            self.serve_one(public)  # the job's judge (or, if it failed, run_job) has replied
+        if self.judge.pid != judge_pid:  # the worker's judge died or was killed; one of ours, if any, goes
+            if self.judge.pid:
+                _run._judge_gone(self.judge, self.meter, kill=True)
+            return LEADER_JUDGE_LOST
+        return LEADER_DONE
+
+
 def _open_job_cgroups(paths: dict) -> dict:
     """Descriptors on the job's cgroup files (see ``_run.Meter``); {} when there are none."""
     if not paths.get("cpuacct") or not paths.get("memory"):
@@ -209,11 +296,12 @@ def _reap(block: bool) -> None:
             return
 
 
-def _kill_cgroup(path: str, keep: int, keep_also: int = 0) -> None:
-    """Without a PID namespace: SIGKILL every process of the worker's pids cgroup except the worker."""
+def _kill_cgroup(path: str, keep: set[int]) -> None:
+    """Without a PID namespace: SIGKILL every process of the worker's pids cgroup except those in ``keep``
+    (the worker, the job leader, the judge)."""
     for _ in range(100):
         with open(os.path.join(path, "cgroup.procs")) as f:
-            pids = [int(p) for p in f.read().split() if int(p) not in (keep, keep_also)]
+            pids = [int(p) for p in f.read().split() if int(p) not in keep]
         if not pids:
             return
         for pid in pids:
@@ -230,29 +318,19 @@ def _kill_cgroup(path: str, keep: int, keep_also: int = 0) -> None:
                 break
 
 
+# Exit codes of a job leader (see ``Worker.lead``).
+LEADER_DONE, LEADER_EOF, LEADER_JUDGE_LOST = 0, 4, 5
+
+
 def main() -> None:
     ctl_in, ctl_out = int(sys.argv[1]), int(sys.argv[2])
     setup = pickle.loads(recv(ctl_in))
     worker = Worker(setup, ctl_in, ctl_out)
     send(ctl_out, json.dumps({"ready": True, "isolation": worker.info, "pid": worker.host_pid}).encode())
     while True:
-        body = recv(ctl_in)
-        if body is None:
+        code = worker.lead_next()
+        if code == LEADER_EOF:
             return
-        public = pickle.loads(body)
-        if public.get("kind") != "measure":
-            try:
-                worker.serve_one(public)  # the job's judge (or, if it failed, run_job) has replied
-            except BaseException:  # noqa: BLE001 - our own failure, protocol state unknown: the harness restarts us
-                sys.stderr.write(traceback.format_exc()[-2000:])
-                sys.stderr.flush()
-                os._exit(3)
-            continue
-        try:
-            reply = _measure.serve(worker, public, recv)
-        except Exception:  # noqa: BLE001 - our own failure: report it, the harness raises SandboxError
-            reply = {"error": traceback.format_exc()[-2000:]}
-        send(ctl_out, json.dumps(reply).encode())
 
 
 if __name__ == "__main__":

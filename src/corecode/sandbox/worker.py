@@ -146,6 +146,7 @@ class Worker:
             "isolate": self.config.isolate, "need_paths": _need_paths(), "preload": list(self.config.preload),
             "job_uid": self.config.job_uid, "judge_uid": self.config.judge_uid,
             "job_cgroups": self.job_cgroups, "hide_paths": list(_hide_paths()),
+            "judge_memory": self.config.memory_limit_mb << 20,
         }
         try:
             self._send(pickle.dumps(setup))
@@ -163,7 +164,9 @@ class Worker:
         try:
             os.mkdir(path)
             with open(os.path.join(path, "pids.max"), "w") as f:
-                f.write(str(self.config.max_processes + 4))  # + the worker's two processes, the exec child, the judge
+                # + the worker's two processes, the job leader, the exec child, the judge (and one it
+                # replaced during a job, until reaped)
+                f.write(str(self.config.max_processes + 6))
         except OSError:
             return None
         return path
