@@ -30,6 +30,7 @@ import struct
 import sys
 import time
 
+import _safemarshal
 import _verdict as vd
 
 REF = "\x00corecode-ref"
@@ -141,9 +142,9 @@ class Program:
                 if len(self.buf) >= 4 + size:
                     body = bytes(self.buf[4:4 + size])
                     del self.buf[:4 + size]
-                    try:
-                        return marshal.loads(body)
-                    except (ValueError, EOFError, TypeError):
+                    try:  # bounded shapes only, never marshal.loads on the program's bytes
+                        return _safemarshal.loads(body)
+                    except Exception:  # noqa: BLE001 - any malformed frame is the program's failure
                         self.broken = "the program wrote garbage to its result channel"
                         raise ProgramDied("runtime_error", self.broken) from None
             if self.broken:

@@ -30,6 +30,7 @@ import traceback
 import _isolation as iso  # loaded by the worker from this directory
 import _jobchild as jc
 import _judge
+import _safemarshal
 import _verdict as vd
 
 FRAME_HEAD = 20  # 16-byte nonce + 4-byte length
@@ -78,9 +79,9 @@ class Frames:
                 break
             payload = bytes(self.buf[FRAME_HEAD : FRAME_HEAD + size])
             del self.buf[: FRAME_HEAD + size]
-            try:
-                item = marshal.loads(payload)
-            except (ValueError, EOFError, TypeError):
+            try:  # never marshal.loads on the program's bytes: bounded shapes only (_safemarshal)
+                item = _safemarshal.loads(payload, max_depth=1)
+            except Exception:  # noqa: BLE001 - any malformed frame is the program's failure
                 item = None
             if type(item) is not tuple or not item or not all(type(x) in PLAIN_TYPES for x in item):
                 self.corrupt = True
