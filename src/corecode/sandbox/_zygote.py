@@ -2,11 +2,14 @@
 
 Run by the harness as ``python -I _zygote.py CTL_IN CTL_OUT`` with a scrubbed environment. It imports only
 the standard library modules that jobs commonly need, enters its own mount and network namespaces once
-(read-only filesystem except a private tmpfs, no network), and then serves jobs: for each, it reads the
-public part (program, test code, inputs, limits), forks the job's exec children (each pid 1 of a fresh
-PID namespace, see ``_run``), and only after the last of them has ended reads the secret part (expected
-values and outputs) — so no process that runs the program ever holds them. It compares results itself
-(it never runs untrusted code) and answers with JSON.
+(read-only filesystem except a private tmpfs, no network), and then serves jobs. It never reads a job
+itself: when one is waiting it forks a *job leader* (``Worker.lead_next``), which reads the public part
+(program, inputs, limits), forks the job's exec children (see ``_run``), hands the job to the judge
+process (which reads the secret part straight from the pipe), sweeps, writes its answer into a memfd and
+exits; the worker then forwards that answer with ``sendfile``. So the worker's heap never holds any job,
+and every program process is forked from a leader that only ever saw its own job: no program can find
+another job's program, inputs or outputs in its (fork-inherited) memory. Measurement jobs go through a
+leader too.
 
 Protocol: every message is a 4-byte little-endian length and a body; harness -> worker bodies are pickles
 (the harness is trusted), worker -> harness bodies are JSON.
