@@ -486,17 +486,25 @@ def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
     rounds, budget, target = int(params["rounds"]), float(params["budget_s"]), float(params["target_round_s"])
     max_loops = int(params["max_repetitions"])
     spent, whole = [0.0], [0.0]
+    # Bounded by what the program used when it was judged (measure.py, ``judged_s``): each child may use
+    # 1 s + 4x the judged CPU per execution it runs; all children together the timed budget twice plus one
+    # round of every kind. Without a judged figure, the old cap (from the limits) applies to both.
+    per_exec = params.get("per_execution_cap_s")
+    total = [cap]
+
+    def child_cap(loops: int) -> float:
+        return cap if per_exec is None else min(cap, 1.0 + float(per_exec) * max(1, loops))
     reports: list[str] = []
     runs: dict[str, list] = {"0": [], "1": [], "L": []}
 
     def child(loops: int, traced: bool = False) -> dict:
-        if spent[0] > cap:
-            raise _Fail("the measurement used more CPU than its cap")
-        got = _one_child(ctx, payload, loops, traced, cap)
+        if spent[0] > total[0]:
+            raise _Fail("the measurement used more CPU than its cap", whole[0])
+        got = _one_child(ctx, payload, loops, traced, child_cap(loops))
         spent[0] += got["cpu"]
         whole[0] += max(got["whole"], got["cpu"])
         if "error" in got:
-            raise _Fail(got["error"])
+            raise _Fail(got["error"], whole[0])
         if loops:
             reports.append(got["report"].hex())
         return got
@@ -506,6 +514,8 @@ def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
     runs["1"].append(one)
     single = max(0.0, one["cpu"] - zero["cpu"])
     loops = 1 if single >= target else max(2, min(max_loops, int(target / max(single, 5e-6)) + 1))
+    if per_exec is not None:
+        total[0] = min(cap, 2 * budget + child_cap(0) + 2 * child_cap(1) + child_cap(loops))
     done = 0
     while done < rounds:
         if done:  # round 0 reuses the calibration pair
@@ -526,7 +536,9 @@ def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
 
 
 class _Fail(Exception):
-    pass
+    def __init__(self, why: str, cost: float):
+        super().__init__(why)
+        self.cost = cost  # CPU the measurement's children used until it failed
 
 
 def serve(worker, public: dict, recv) -> dict:
@@ -546,7 +558,7 @@ def serve(worker, public: dict, recv) -> dict:
         try:
             reply = {"measure": _measure(ctx, payload, public["params"], public["cpu_cap_s"])}
         except _Fail as exc:
-            reply = {"measure_error": str(exc)}
+            reply = {"measure_error": str(exc), "cost_cpu_s": exc.cost}
     finally:
         shutil.rmtree(jobdir, ignore_errors=True)
     reply["wall"] = time.monotonic() - t0

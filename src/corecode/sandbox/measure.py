@@ -160,7 +160,7 @@ class _Expected:
 
 
 def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: list[float], sandbox: Any,
-                 config: MeasureConfig) -> tuple[dict, float] | str:
+                 config: MeasureConfig, judged_s: float | None = None) -> tuple[dict, float] | str:
     """The public part of a measurement job and its host-side timeout, or why it cannot be measured."""
     if problem.input_file or problem.output_file:
         return "file-I/O problems are not measured"
@@ -178,13 +178,17 @@ def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: 
         items, inputs = [], [g["input"].encode("utf-8", "surrogateescape") for g in public["groups"]]
     # CPU one child may use, and all of them together (each child: fork, isolation, compile, executions).
     cap = 2.0 + config.budget_s * 2 + 4.0 * (public["limits"]["load_cpu"] + sum(limits))
+    params_extra = {}
+    if judged_s is not None:  # bounded by the judged run: 1 s + 4x that per execution, per child (_measure)
+        params_extra["per_execution_cap_s"] = 4.0 * max(0.0, float(judged_s))
+        cap = min(cap, 2 * config.budget_s + 4 * (1.0 + 4.0 * max(0.0, float(judged_s))) + 4.0 * config.target_round_s)
     measure_public = {
         "kind": "measure", "program": program, "setup": public["setup"], "items": items, "inputs": inputs,
         "check_names": public["check_names"], "limits": public["limits"], "cpu_cap_s": cap,
         "entry_point": problem.entry_point,
         "params": {"target_round_s": config.target_round_s, "rounds": config.rounds, "budget_s": config.budget_s,
                    "max_repetitions": config.max_repetitions, "memory": config.memory,
-                   "prefault": config.prefault},
+                   "prefault": config.prefault, **params_extra},
     }
     cfg = sandbox.config
     timeout = 2 * (cap * cfg.wall_time_factor + cfg.wall_time_extra_s) + 30.0 + cfg.job_timeout_margin_s
@@ -204,32 +208,42 @@ def _send(sandbox: Any, public: dict, timeout_s: float) -> dict:
             try:
                 return worker.execute(public, {}, timeout_s)
             except WorkerDied as exc:
-                raise SandboxError(f"sandbox worker failed twice on the same measurement: {exc}") from None
+                # The pool's rule for test jobs (Sandbox._killer_job): a job that brings its worker down
+                # twice is the program's fault and is charged; only a failing trivial canary is ours.
+                ok, canary_exc = sandbox._canary_passes(worker)
+                if not ok:
+                    raise SandboxError(f"sandbox worker failed twice on the same measurement and on a trivial "
+                                       f"job: {canary_exc or exc}") from None
+                return {"measure_error": "the program brought the sandbox worker down during its measurement "
+                                         "(twice)"}
     finally:
         sandbox._idle.put(worker)
 
 
-def _charged(limits: list[float], problem: Problem, sandbox: Any, why: str) -> Measurement:
+def _charged(limits: list[float], problem: Problem, sandbox: Any, why: str, cost_cpu_s: float = 0.0) -> Measurement:
     memory_mb = problem.memory_limit_mb or sandbox.config.memory_limit_mb
-    return Measurement(cpu_time_s=float(sum(limits)), peak_memory_bytes=int(memory_mb) << 20, ok=False, detail=why)
+    return Measurement(cpu_time_s=float(sum(limits)), peak_memory_bytes=int(memory_mb) << 20, ok=False, detail=why,
+                       cost_cpu_s=float(cost_cpu_s))
 
 
 def measure(sandbox: Any, program: str, problem: Problem, tests: TestsArg = "all",
-            config: MeasureConfig = MeasureConfig()) -> Measurement | None:
+            config: MeasureConfig = MeasureConfig(), judged_s: float | None = None) -> Measurement | None:
     """Measure one program (it should pass ``tests``); None when the problem kind is not measurable.
 
     Every measured execution must report the hashes of the expected answers (:class:`_Expected`); any
-    miss, crash, exit or timeout charges the program its limits.
+    miss, crash, exit or timeout charges the program its limits. ``judged_s`` (the wall time of the
+    program's judged run, an upper bound of its CPU there for a single-threaded program) bounds the
+    measurement's CPU: each measured child may use 1 s + 4x that per execution it runs.
     """
     cases = _cases(problem, tests)
     limits = _limits(sandbox, problem, tests, cases)
-    made = _measure_job(program, problem, cases, limits, sandbox, config)
+    made = _measure_job(program, problem, cases, limits, sandbox, config, judged_s)
     if isinstance(made, str):
         return None
     public, timeout = made
     reply = _send(sandbox, public, timeout)
     if "measure_error" in reply:
-        return _charged(limits, problem, sandbox, str(reply["measure_error"]))
+        return _charged(limits, problem, sandbox, str(reply["measure_error"]), float(reply.get("cost_cpu_s") or 0.0))
     if "measure" not in reply:
         raise SandboxError(f"the sandbox worker failed on a measurement: {str(reply.get('error'))[-500:]}")
     m = reply["measure"]
@@ -257,8 +271,11 @@ def _numbers(m: dict, config: MeasureConfig) -> Measurement:
 
 def measure_batch(sandbox: Any, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all",
                   config: MeasureConfig = MeasureConfig(),
-                  cache: dict | None = None) -> list[Measurement | None]:
+                  cache: dict | None = None, judged_s: Sequence[float | None] | None = None) -> list[Measurement | None]:
     """Measure many programs on all workers; identical programs of one problem are measured once.
+
+    ``judged_s`` (optional, one per job): the wall time of each program's judged run, which bounds its
+    measurement's CPU (:func:`measure`); identical programs use the largest.
 
     ``cache`` (optional, a dict the caller keeps, e.g. for one training step) maps (problem, normalized
     source) to a finished measurement; a program found there is not measured again.
@@ -267,14 +284,19 @@ def measure_batch(sandbox: Any, jobs: Sequence[tuple[str, Problem]], tests: Test
     tests_key = tests if isinstance(tests, str) else repr(tests)
     keys = [(problem.source, problem.id, tests_key, normalized_source(program)) for program, problem in jobs]
     todo: dict[tuple, tuple[str, Problem]] = {}
-    for key, job in zip(keys, jobs):
+    bound: dict[tuple, float | None] = {}
+    for i, (key, job) in enumerate(zip(keys, jobs)):
+        j = None if judged_s is None else judged_s[i]
         if key not in cache and key not in todo:
             todo[key] = job
+            bound[key] = j
+        elif key in todo:
+            bound[key] = None if bound[key] is None or j is None else max(bound[key], j)
     lock = threading.Lock()
 
     def one(key: tuple) -> None:
         program, problem = todo[key]
-        result = measure(sandbox, program, problem, tests, config)
+        result = measure(sandbox, program, problem, tests, config, bound[key])
         with lock:
             cache[key] = result
 
@@ -311,7 +333,8 @@ def attach_measurements(sandbox: Any, jobs: Sequence[tuple[str, Problem]], resul
                         cache: dict | None = None) -> list[Any]:
     """Measure the jobs whose result passed; return the results with their measurement attached."""
     passing = [i for i, r in enumerate(results) if r is not None and r.passed]
-    measured = measure_batch(sandbox, [jobs[i] for i in passing], tests, config, cache)
+    measured = measure_batch(sandbox, [jobs[i] for i in passing], tests, config, cache,
+                             judged_s=[float(results[i].wall_time_s) for i in passing])
     out = list(results)
     for i, m in zip(passing, measured):
         if m is not None:

@@ -215,19 +215,24 @@ class Sandbox:
         the negative advantage of a failing program), so it scores as a failure. Only when a known-good
         canary job also fails on the restarted worker is the sandbox itself broken: ``SandboxError``.
         """
-        canary = build_job("def f():\n    return 1\n", [AssertTest("assert f() == 1")], setup_code="", time_limits=[5.0],
-                           checker=None, config=self.config)
-        try:
-            ok = _to_result(worker.execute(canary.public, canary.secret, canary.timeout_s), 1).passed
-        except (WorkerDied, SandboxError) as canary_exc:
-            ok, exc = False, canary_exc
+        ok, canary_exc = self._canary_passes(worker)
         if not ok:
+            exc = canary_exc or exc
             log.error("sandbox failure on our side (a trivial job fails too): %s", exc)
             raise SandboxError(f"sandbox worker failed twice on the same job and on a trivial one: {exc}")
         log.warning("a job brought its sandbox worker down twice; scored as a failure: %s", str(exc)[:300])
         detail = "the program brought the sandbox worker down (twice)"
         return ExecutionResult(tests=tuple(TestResult(index=i, status=Status.RUNTIME_ERROR, detail=detail)
                                            for i in range(job.n_tests)), n_tests=job.n_tests, wall_time_s=0.0)
+
+    def _canary_passes(self, worker: Worker) -> tuple[bool, BaseException | None]:
+        """Whether a trivial, known-good job passes on ``worker`` (just restarted after a job killed it twice)."""
+        canary = build_job("def f():\n    return 1\n", [AssertTest("assert f() == 1")], setup_code="", time_limits=[5.0],
+                           checker=None, config=self.config)
+        try:
+            return _to_result(worker.execute(canary.public, canary.secret, canary.timeout_s), 1).passed, None
+        except (WorkerDied, SandboxError) as canary_exc:
+            return False, canary_exc
 
     # -- time limits -------------------------------------------------------------------------------
     def _time_limits(self, problem: Problem, tests: TestsArg, cases: Sequence[TestCase]) -> list[float]:
