@@ -344,3 +344,139 @@ def test_patched_builtins_cannot_fake_an_expected_side_of_pure_builtins(sb, hone
     assert h.ok and h.cpu_time_s > 10 * honest["trivial"].cpu_time_s, h
     assert s.ok and s.cpu_time_s > 10 * honest["trivial"].cpu_time_s, s
     assert not m.ok and m.cpu_time_s == LIMIT_S, m
+
+
+# ------------------------------------------------------------------ G: frames, worker deaths, budget
+# The red team's frames (2026-12-01): keyed with the nonce found in the harness's own frame, a marshal
+# payload that ``marshal.loads`` cannot survive: a code object with posonlyargcount > argcount
+# (SystemError), or list headers claiming 2**31-1 items (gigabytes, minutes of work).
+IN_MEASUREMENT = ("import sys, os, struct, marshal\n"
+                  "def _nonce():\n"
+                  "    f = sys._getframe(1)\n"
+                  "    while f is not None:\n"
+                  "        if f.f_code.co_name == 'measure_child':\n"
+                  "            return f.f_locals['nonce']\n"
+                  "        f = f.f_back\n"
+                  "def _bad_code():\n"
+                  "    def g(a): return a\n"
+                  "    d = bytearray(marshal.dumps(g.__code__))\n"
+                  "    d[5:9] = (5).to_bytes(4, 'little')\n"
+                  "    return bytes(d)\n"
+                  "def _huge_lists():\n"
+                  "    return (b'[' + struct.pack('<i', 2**31 - 1)) * 200 + b'N'\n")
+
+
+@pytest.mark.parametrize("payload", ["_bad_code()", "_huge_lists()"])
+def test_a_malformed_frame_in_the_measurement_is_charged_and_never_kills_the_worker(sb, honest, payload):
+    """One such frame in the measurement used to kill (or wedge) the worker twice, so ``measure`` raised
+    SandboxError and training gave the sample a None reward. Now the frame is rejected unread: the
+    program is charged its limits, and the worker survives (no restart)."""
+    program = IN_MEASUREMENT + (
+        "def _attack():\n"
+        "    nonce = _nonce()\n"
+        "    if nonce is not None:\n"
+        f"        d = {payload}\n"
+        "        os.write(3, nonce + struct.pack('<I', len(d)) + d)\n"
+        "_attack()\n" + HONEST)
+    restarts = sb._workers[0].restarts
+    m = measure(sb, program, HEAVY)
+    assert not m.ok and m.cpu_time_s == LIMIT_S * 3, m
+    assert sb._workers[0].restarts == restarts
+    assert measure(sb, HONEST, HEAVY).ok
+
+
+@pytest.mark.parametrize("payload", ["_bad_code()", "_huge_lists()"])
+def test_a_malformed_stdio_result_frame_fails_that_case_without_killing_the_worker(sb, payload):
+    """The same frames on a stdio case's result channel (nonce from the emitter's closure): that case
+    fails at once; the worker is not restarted and the honest program still passes."""
+    program = IN_MEASUREMENT + (
+        "emit = sys._getframe(1).f_locals.get('emit')\n"
+        "nonce = next(c.cell_contents for c in emit.__closure__ if type(c.cell_contents) is bytes)\n"
+        f"d = {payload}\n"
+        "os.write(3, nonce + struct.pack('<I', len(d)) + d)\n" + STDIO_HONEST)
+    restarts = sb._workers[0].restarts
+    bad = sb.run(program, STDIO)
+    assert not bad.passed and sb._workers[0].restarts == restarts, bad
+    assert sb.run(STDIO_HONEST, STDIO).passed
+
+
+def test_a_malformed_frame_to_the_judge_fails_the_program_cleanly(sb):
+    """A function problem's judge reads the program's answers: a frame it cannot use is the program's
+    runtime error ("garbage"), never a dead judge."""
+    program = ("import os, struct, marshal\n"
+               "def g(a): return a\n"
+               "d = bytearray(marshal.dumps(g.__code__))\n"
+               "d[5:9] = (5).to_bytes(4, 'little')\n"
+               "os.write(4, struct.pack('<I', len(d)) + bytes(d))\n" + HONEST)
+    bad = sb.run(program, HEAVY)
+    assert not bad.passed and "garbage" in bad.tests[0].detail, bad
+    assert sb.run(HONEST, HEAVY).passed
+
+
+def test_the_frame_decoder_accepts_only_bounded_plain_data():
+    from corecode.sandbox import _safemarshal
+    import marshal
+    import struct
+
+    for value in [("report", 3, b"\x00" * 40, -1), {"a": [1, (2.5, None)], "b": frozenset({1j})}, ("x", "x", 10**40)]:
+        assert _safemarshal.loads(marshal.dumps(value)) == value
+
+    def g(a):
+        return a
+
+    code = bytearray(marshal.dumps(g.__code__))
+    code[5:9] = (5).to_bytes(4, "little")
+    for bad in [bytes(code), marshal.dumps(g.__code__), b"[" + struct.pack("<i", 2**31 - 1) + b"N",
+                b")\x01" * 100 + b"N", b"l" + struct.pack("<i", -2**31), marshal.dumps((1, 2)) + b"N", b""]:
+        with pytest.raises(ValueError):
+            _safemarshal.loads(bad)
+
+
+def test_a_measurement_that_kills_its_worker_twice_is_charged_unless_a_trivial_job_fails_too(monkeypatch):
+    """pool's rule for test jobs (``_killer_job``) holds for the measurement pass: the program's fault,
+    charged its limits (never None); only a failing canary is a SandboxError (our failure)."""
+    from corecode.errors import SandboxError
+    from corecode.sandbox.worker import Worker, WorkerDied
+
+    real = Worker.execute
+
+    def execute(self, public, secret, timeout_s):
+        if (public.get("kind") == "measure" and "KILL-THE-WORKER" in public["program"]) or getattr(self, "broken", False):
+            self.restart()
+            raise WorkerDied("simulated: the measurement took its worker down")
+        return real(self, public, secret, timeout_s)
+
+    monkeypatch.setattr(Worker, "execute", execute)
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, time_limit_s=LIMIT_S)) as sandbox:
+        results = sandbox_executor(sandbox, measure_config=CHEAP)([("# KILL-THE-WORKER\n" + HONEST, HEAVY),
+                                                                   (HONEST, HEAVY)])
+        killer, good = (r.measurement for r in results)
+        assert results[0].passed and not killer.ok and killer.cpu_time_s == LIMIT_S * 3, killer
+        assert good.ok, good
+        sandbox._workers[0].broken = True
+        with pytest.raises(SandboxError):
+            measure(sandbox, "# KILL-THE-WORKER\n" + HONEST, HEAVY)
+
+
+def test_a_program_that_spins_only_when_measured_is_bounded_by_its_judged_run(sb):
+    """Passing honestly and spinning when measured used to burn the whole cap (4x the sum of the test
+    limits and the load limit per child) and report a cost of 0.0. The measurement is now bounded by
+    the judged run (1 s + 4x its wall time per execution, per child): charged, at a real, reported cost
+    far below the limits. The honest program next to it is measured normally."""
+    from corecode.sandbox.measure import _measure_job
+
+    spinner = IN_MEASUREMENT + ("def heavy(n):\n"
+                                "    if _nonce() is not None:\n"
+                                "        while True:\n"
+                                "            pass\n"
+                                f"    return {WORK}\n")
+    results = sandbox_executor(sb, measure_config=CHEAP)([(spinner, HEAVY), (HONEST, HEAVY)])
+    m, h = results[0].measurement, results[1].measurement
+    assert results[0].passed and not m.ok and m.cpu_time_s == LIMIT_S * 3, m
+    assert 0.0 < m.cost_cpu_s < LIMIT_S * 3, m  # the old cap was over 60 s here
+    assert h.ok, h
+    limits = [LIMIT_S] * 3
+    unbounded = _measure_job(HONEST, HEAVY, list(HEAVY.tests), limits, sb, CHEAP)
+    bounded = _measure_job(HONEST, HEAVY, list(HEAVY.tests), limits, sb, CHEAP, judged_s=0.05)
+    assert bounded[0]["params"]["per_execution_cap_s"] == pytest.approx(0.2)
+    assert bounded[0]["cpu_cap_s"] < unbounded[0]["cpu_cap_s"] / 5
