@@ -482,25 +482,31 @@ def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: flo
     return {"cpu": cpu, "peak": max(0, peak or 0), "report": found[0][2], "traced": found[0][3], "whole": whole}
 
 
+TRACED_FACTOR = 8  # the traced run's allowance, in single runs (measure.py adds it to the whole cap)
+
+
 def _measure(ctx: dict, payload: tuple, params: dict, cap: float) -> dict:
     rounds, budget, target = int(params["rounds"]), float(params["budget_s"]), float(params["target_round_s"])
     max_loops = int(params["max_repetitions"])
     spent, whole = [0.0], [0.0]
     # Bounded by what the program used when it was judged (measure.py, ``judged_s``): each child may use
-    # 1 s + 4x the judged CPU per execution it runs; all children together the timed budget twice plus one
+    # 1 s + 4x the judged CPU per execution it runs (the traced run TRACED_FACTOR times that: tracemalloc
+    # made mbpp/123's reference 16x slower); the timed children together the timed budget twice plus one
     # round of every kind. Without a judged figure, the old cap (from the limits) applies to both.
     per_exec = params.get("per_execution_cap_s")
     total = [cap]
 
-    def child_cap(loops: int) -> float:
-        return cap if per_exec is None else min(cap, 1.0 + float(per_exec) * max(1, loops))
+    def child_cap(loops: int, traced: bool = False) -> float:
+        if per_exec is None:
+            return cap
+        return min(cap, 1.0 + float(per_exec) * max(1, loops) * (TRACED_FACTOR if traced else 1))
     reports: list[str] = []
     runs: dict[str, list] = {"0": [], "1": [], "L": []}
 
     def child(loops: int, traced: bool = False) -> dict:
         if spent[0] > total[0]:
             raise _Fail("the measurement used more CPU than its cap", whole[0])
-        got = _one_child(ctx, payload, loops, traced, child_cap(loops))
+        got = _one_child(ctx, payload, loops, traced, child_cap(loops, traced))
         spent[0] += got["cpu"]
         whole[0] += max(got["whole"], got["cpu"])
         if "error" in got:

@@ -180,8 +180,10 @@ def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: 
     cap = 2.0 + config.budget_s * 2 + 4.0 * (public["limits"]["load_cpu"] + sum(limits))
     params_extra = {}
     if judged_s is not None:  # bounded by the judged run: 1 s + 4x that per execution, per child (_measure)
-        params_extra["per_execution_cap_s"] = 4.0 * max(0.0, float(judged_s))
-        cap = min(cap, 2 * config.budget_s + 4 * (1.0 + 4.0 * max(0.0, float(judged_s))) + 4.0 * config.target_round_s)
+        per_exec = 4.0 * max(0.0, float(judged_s))
+        params_extra["per_execution_cap_s"] = per_exec
+        traced = 1.0 + per_exec * TRACED_FACTOR  # tracemalloc: up to 16x slower seen (mbpp/123's reference)
+        cap = min(cap, 2 * config.budget_s + 4 * (1.0 + per_exec) + traced + 4.0 * config.target_round_s)
     measure_public = {
         "kind": "measure", "program": program, "setup": public["setup"], "items": items, "inputs": inputs,
         "check_names": public["check_names"], "limits": public["limits"], "cpu_cap_s": cap,
@@ -193,6 +195,9 @@ def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: 
     cfg = sandbox.config
     timeout = 2 * (cap * cfg.wall_time_factor + cfg.wall_time_extra_s) + 30.0 + cfg.job_timeout_margin_s
     return measure_public, timeout
+
+
+TRACED_FACTOR = 8  # as _measure.TRACED_FACTOR: the traced run's CPU allowance, in single-run allowances
 
 
 def _send(sandbox: Any, public: dict, timeout_s: float) -> dict:
