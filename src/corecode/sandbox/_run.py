@@ -1,10 +1,11 @@
-"""Fork and watch the exec children of a job (runs in the worker, which never runs the program itself).
+"""Fork and watch the exec children of a job (runs in the job's short-lived leader, never in the program).
 
-Each test group gets one child forked straight from the warm worker: all function tests of a program
-share one child; each stdin/stdout case gets its own. The worker watches the child's CPU time (from
-``/proc``), wall time, output size and result frames, and SIGKILLs it at its limit. After every child
-the worker's sweep kills and reaps everything the child started: the worker is pid 1 of its own PID
-namespace, so one ``kill(-1)`` reaches even processes that called ``setsid``.
+Each test group gets one child forked from the job leader (itself forked per job from the warm worker,
+which never reads a job): all function tests of a program share one child; each stdin/stdout case gets its
+own. The leader watches the child's CPU time (from ``/proc`` and the job's cgroup), wall time, output size
+and result frames, and SIGKILLs it at its limit. After every child the sweep kills and reaps everything
+the child started (the cgroup's processes, or ``kill(-1)`` from inside the worker's PID namespace, which
+also reaches processes that called ``setsid``).
 
 The child compiles the program itself, so a pathological source can only hurt the sacrificial child.
 """
