@@ -15,9 +15,14 @@ SHARED_DATA = Path(os.environ.get("CORECODE_SHARED_DATA", REPO.parent / "shared"
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real benchmark files of ../shared/data, for the few tests that check corecode's shipped copies and
-    loaders against them. A missing copy fails those tests (never a skip that passes unnoticed); every
-    other test, the end-to-end evaluation and CG tests included, uses the data shipped in corecode."""
+    loaders against them (provenance, not features: every feature's test, the end-to-end evaluation and CG
+    tests, the sandbox's known-answer and cheat suites included, uses the data shipped in corecode).
+    In CI (the CI environment variable set) a missing folder fails them; on a clone without that folder they
+    skip, with a reason that names it."""
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared benchmark data not found at {SHARED_DATA}: put the real files there or set "
-                    "CORECODE_SHARED_DATA to their folder (README, 'Tests')")
+        message = (f"shared benchmark data not found at {SHARED_DATA}: these tests compare corecode's shipped "
+                   "copies with the real files; set CORECODE_SHARED_DATA to their folder (README, 'Tests')")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     return SHARED_DATA

