@@ -10,6 +10,12 @@ from corecode.benchmarks import load_benchmark
 from corecode.cli import main
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """`check` keeps reference times in $CORECODE_CACHE/sandbox: a fresh one per test, never the user's."""
+    monkeypatch.setenv("CORECODE_CACHE", str(tmp_path / "cache"))
+
+
 @pytest.fixture(scope="module")
 def humaneval():
     return {p.id: p for p in load_benchmark("humaneval")[:3]}

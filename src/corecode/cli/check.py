@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="CPU seconds per test for every problem")
     parser.add_argument("--no-reference-timing", action="store_true",
                         help="do not derive time limits from each problem's reference solution")
+    parser.add_argument("--no-reference-cache", action="store_true",
+                        help="re-time every reference solution instead of reusing the times kept in "
+                             "$CORECODE_CACHE/sandbox (default ~/.cache/corecode/sandbox)")
     parser.add_argument("--no-measure", action="store_true",
                         help="skip the measurement pass (whole-program CPU time and memory of passing samples)")
     parser.add_argument("--json", action="store_true", help="print the pass@k summary as JSON")
@@ -78,7 +81,7 @@ def ks_for(counts: list[tuple[int, int]]) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     from corecode.benchmarks import load_benchmark
     from corecode.metrics.passk import pass_at_k_table
-    from corecode.sandbox import Sandbox, SandboxConfig, program_from_completion
+    from corecode.sandbox import ReferenceCache, Sandbox, SandboxConfig, program_from_completion
 
     samples_path = Path(args.samples)
     samples = read_samples(samples_path)
@@ -96,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         jobs.append((program, problem))
     config = SandboxConfig(workers=args.workers, time_limit_s=args.time_limit,
                            reference_timing=not args.no_reference_timing)
-    with Sandbox(config) as sandbox:
+    reference_cache = None if args.no_reference_cache or args.no_reference_timing else ReferenceCache(config)
+    with Sandbox(config, reference_cache=reference_cache) as sandbox:
         results = _run_with_progress(sandbox, jobs)
         if not args.no_measure:  # whole-program CPU time and peak memory of the passing samples
             from corecode.sandbox import attach_measurements

@@ -25,6 +25,7 @@ from corecode.sandbox.measure import (
 )
 from corecode.sandbox.outputs import outputs_match
 from corecode.sandbox.pool import Sandbox, program_from_completion
+from corecode.sandbox.refcache import ReferenceCache
 
 __all__ = ["Sandbox", "SandboxConfig", "program_from_completion", "outputs_match", "MeasureConfig", "measure",
-           "measure_batch", "run_measured", "attach_measurements", "normalized_source"]
+           "measure_batch", "run_measured", "attach_measurements", "normalized_source", "ReferenceCache"]

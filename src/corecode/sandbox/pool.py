@@ -16,6 +16,7 @@ from typing import Union
 from corecode.errors import ConfigError, SandboxError
 from corecode.sandbox.config import SandboxConfig
 from corecode.sandbox.jobs import Job, build_job
+from corecode.sandbox.refcache import ReferenceCache
 from corecode.sandbox.worker import Worker, WorkerDied, remove_stale_cgroups
 from corecode.types import AssertTest, Checker, ExecutionResult, Problem, Status, TestCase, TestResult
 
@@ -37,8 +38,10 @@ class Sandbox:
     ...     results = sb.run_batch([(p, problem) for p in programs], tests="public")
     """
 
-    def __init__(self, config: SandboxConfig | None = None):
+    def __init__(self, config: SandboxConfig | None = None, reference_cache: ReferenceCache | None = None):
         self.config = config or SandboxConfig()
+        # reference CPU times kept on disk across runs (sandbox/refcache.py); None: this Sandbox's memory only
+        self.reference_cache = reference_cache
         self._workers: list[Worker] = []
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._executor: ThreadPoolExecutor | None = None
@@ -109,6 +112,8 @@ class Sandbox:
             self._workers = []
             self._idle = queue.Queue()
             self._closed = True
+            if self.reference_cache is not None:
+                self.reference_cache.save()
 
     @property
     def isolation(self) -> dict:
@@ -252,6 +257,16 @@ class Sandbox:
             lock = self._reference_locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._reference:
+                disk_key = None
+                if self.reference_cache is not None:
+                    disk_key = ReferenceCache.key((
+                        problem.source, problem.id, problem.reference_solutions[0], problem.test_setup_code,
+                        repr(list(cases)), repr(problem.checker), problem.time_limit_s, problem.memory_limit_mb,
+                        problem.input_file, problem.output_file, problem.starter_code, problem.entry_point))
+                    cached = self.reference_cache.get(disk_key)
+                    if cached is not None and len(cached) == len(cases):
+                        self._reference[key] = cached
+                        return cached
                 generous = max(problem.time_limit_s or 0.0, self.config.default_time_limit_s) * 2
                 job = build_job(problem.reference_solutions[0], cases, setup_code=problem.test_setup_code,
                                 time_limits=[generous] * len(cases), checker=problem.checker, config=self.config,
@@ -261,6 +276,8 @@ class Sandbox:
                         measure_items=False)
                 result = self._execute_reference(job)
                 self._reference[key] = [t.cpu_time_s if t.passed else None for t in result.tests]
+                if self.reference_cache is not None:
+                    self.reference_cache.put(disk_key, self._reference[key])
             return self._reference[key]
 
 

@@ -1,0 +1,80 @@
+"""Reference-solution times kept on disk across runs (sandbox/refcache.py), and `check` using them."""
+
+from __future__ import annotations
+
+import json
+
+
+from corecode.cli import main
+from corecode.sandbox import ReferenceCache, Sandbox, SandboxConfig
+from corecode.types import CallTest, Problem
+
+REFERENCE = "def f(n):\n    return sum(range(n))\n"
+
+
+def _problem(reference: str = REFERENCE) -> Problem:
+    return Problem(id="t/cached", source="test", statement="", tests=(CallTest("f", (1000,), sum(range(1000))),),
+                   reference_solutions=(reference,))
+
+
+def _count_reference_runs(monkeypatch) -> list[int]:
+    calls = [0]
+    original = Sandbox._execute_reference
+
+    def counting(self, job):
+        calls[0] += 1
+        return original(self, job)
+
+    monkeypatch.setattr(Sandbox, "_execute_reference", counting)
+    return calls
+
+
+def _one_run(config: SandboxConfig, directory, problem: Problem) -> list:
+    with Sandbox(config, reference_cache=ReferenceCache(config, directory)) as sandbox:
+        assert sandbox.run(problem.reference_solutions[0], problem).passed
+        return sandbox.reference_times(problem, "all", problem.tests)
+
+
+def test_second_run_reuses_times_and_a_changed_problem_is_timed_again(tmp_path, monkeypatch):
+    calls = _count_reference_runs(monkeypatch)
+    config = SandboxConfig(workers=1)
+    first = _one_run(config, tmp_path, _problem())
+    assert calls[0] == 1 and first[0] is not None
+    files = list(tmp_path.glob("reference-times-*.json"))
+    assert len(files) == 1 and not list(tmp_path.glob("*.tmp"))  # written through a temp file, renamed
+    second = _one_run(config, tmp_path, _problem())
+    assert calls[0] == 1 and second == first  # reused from disk, not re-timed
+    _one_run(config, tmp_path, _problem(REFERENCE + "# changed\n"))
+    assert calls[0] == 2  # a changed reference (a changed benchmark file) is timed again
+    _one_run(SandboxConfig(workers=1, memory_limit_mb=config.memory_limit_mb + 1), tmp_path, _problem())
+    assert calls[0] == 3  # another config that matters: another cache file
+    _one_run(SandboxConfig(workers=2), tmp_path, _problem())
+    assert calls[0] == 3  # the worker count does not matter
+
+
+def test_unreadable_cache_is_empty_and_unstable_keys_are_not_cached(tmp_path):
+    cache = ReferenceCache(SandboxConfig(workers=1), tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+    cache.path.write_text("{not json")
+    assert cache.get("k") is None
+    cache.put("k", [0.5, None])
+    cache.save()
+    assert json.loads(cache.path.read_text())["entries"]["k"] == [0.5, None]
+    assert ReferenceCache(SandboxConfig(workers=1), tmp_path).get("k") == [0.5, None]
+    assert ReferenceCache.key(("checker", "<function c at 0x7f00deadbeef>")) is None
+
+
+def test_check_reuses_reference_times_across_commands(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CORECODE_CACHE", str(tmp_path / "cache"))
+    calls = _count_reference_runs(monkeypatch)
+    from corecode.benchmarks import load_benchmark
+
+    problem = load_benchmark("humaneval")[0]
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": problem.id, "solution": problem.reference_solutions[0]}) + "\n")
+    argv = ["check", str(samples), "--benchmark", "humaneval", "--workers", "1", "--no-measure", "--json"]
+    assert main(argv) == 0 and calls[0] == 1
+    assert list((tmp_path / "cache" / "sandbox").glob("reference-times-*.json"))
+    assert main(argv) == 0 and calls[0] == 1
+    assert main(argv + ["--no-reference-cache"]) == 0 and calls[0] == 2
+    assert all(json.loads(line)["pass@1"] == 1.0 for line in capsys.readouterr().out.strip().splitlines())
