@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from corecode.cli import main
 from corecode.sandbox import ReferenceCache, Sandbox, SandboxConfig
 from corecode.types import CallTest, Problem
