@@ -77,3 +77,16 @@ def test_check_reuses_reference_times_across_commands(tmp_path, monkeypatch, cap
     assert main(argv) == 0 and calls[0] == 1
     assert main(argv + ["--no-reference-cache"]) == 0 and calls[0] == 2
     assert all(json.loads(line)["pass@1"] == 1.0 for line in capsys.readouterr().out.strip().splitlines())
+
+
+def test_implausible_cached_times_are_ignored(tmp_path, monkeypatch):
+    """A cache file edited to hold an enormous reference time must not lift the limits: it is re-timed."""
+    calls = _count_reference_runs(monkeypatch)
+    config = SandboxConfig(workers=1)
+    first = _one_run(config, tmp_path, _problem())
+    cache = ReferenceCache(config, tmp_path)
+    data = json.loads(cache.path.read_text())
+    data["entries"] = {k: [1e9] for k in data["entries"]}
+    cache.path.write_text(json.dumps(data))
+    again = _one_run(config, tmp_path, _problem())
+    assert calls[0] == 2 and again[0] is not None and again[0] < 1.0 and first[0] < 1.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -79,9 +80,32 @@ def ks_for(counts: list[tuple[int, int]]) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from corecode.sandbox import ReferenceCache, Sandbox, SandboxConfig
+
+    config = SandboxConfig(workers=args.workers, time_limit_s=args.time_limit,
+                           reference_timing=not args.no_reference_timing)
+    reference_cache = None if args.no_reference_cache or args.no_reference_timing else ReferenceCache(config)
+    sandbox = Sandbox(config, reference_cache=reference_cache)
+    starter = threading.Thread(target=_start_quietly, args=(sandbox,), daemon=True)
+    starter.start()  # the workers start while the samples and the benchmark load
+    try:
+        return _run(args, sandbox, starter)
+    finally:
+        starter.join()
+        sandbox.close()
+
+
+def _start_quietly(sandbox) -> None:
+    try:
+        sandbox.start()
+    except Exception:  # noqa: BLE001 - raised again, in the main thread, by the first use of the sandbox
+        pass
+
+
+def _run(args: argparse.Namespace, sandbox, starter) -> int:
     from corecode.benchmarks import load_benchmark
     from corecode.metrics.passk import pass_at_k_table
-    from corecode.sandbox import ReferenceCache, Sandbox, SandboxConfig, program_from_completion
+    from corecode.sandbox import program_from_completion
 
     samples_path = Path(args.samples)
     samples = read_samples(samples_path)
@@ -97,15 +121,13 @@ def run(args: argparse.Namespace) -> int:
         program = sample["solution"] if isinstance(sample.get("solution"), str) else \
             program_from_completion(problem, sample["completion"])
         jobs.append((program, problem))
-    config = SandboxConfig(workers=args.workers, time_limit_s=args.time_limit,
-                           reference_timing=not args.no_reference_timing)
-    reference_cache = None if args.no_reference_cache or args.no_reference_timing else ReferenceCache(config)
-    with Sandbox(config, reference_cache=reference_cache) as sandbox:
-        results = _run_with_progress(sandbox, jobs)
-        if not args.no_measure:  # whole-program CPU time and peak memory of the passing samples
-            from corecode.sandbox import attach_measurements
+    starter.join()  # a start that failed there raises here, on the sandbox's first use
+    results = _run_with_progress(sandbox, jobs)
+    if not args.no_measure:  # whole-program CPU time and peak memory of the passing samples
+        from corecode.sandbox import attach_measurements
 
-            results = attach_measurements(sandbox, jobs, results)
+        results = attach_measurements(sandbox, jobs, results)
+    sandbox.close()  # saves the reference times (closing again in run() is a no-op)
     out_path = Path(args.out) if args.out else samples_path.with_name(samples_path.stem + "_results.jsonl")
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     with out_path.open("w", encoding="utf-8") as f:

@@ -264,7 +264,10 @@ class Sandbox:
                         repr(list(cases)), repr(problem.checker), problem.time_limit_s, problem.memory_limit_mb,
                         problem.input_file, problem.output_file, problem.starter_code, problem.entry_point))
                     cached = self.reference_cache.get(disk_key)
-                    if cached is not None and len(cached) == len(cases):
+                    generous = max(problem.time_limit_s or 0.0, self.config.default_time_limit_s) * 2
+                    # only what a real reference run could have reported (it ran under `generous`)
+                    if cached is not None and len(cached) == len(cases) and \
+                            all(t is None or 0 <= t <= generous for t in cached):
                         self._reference[key] = cached
                         return cached
                 generous = max(problem.time_limit_s or 0.0, self.config.default_time_limit_s) * 2
