@@ -159,7 +159,24 @@ class Meter:
                 return [int(p) for p in self._read("procs").split()]
             except (OSError, ValueError):
                 return []
-        out, todo = [], [self.self_pid]
+        return list(self._descendants())
+
+    def tree(self) -> list[int]:
+        """Every live descendant of the worker outside the judge (zombies left out), whatever the mode."""
+        out = []
+        for kid in self._descendants():
+            try:
+                with open(f"/proc/{kid}/stat", "rb") as f:
+                    if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        continue
+            except (OSError, IndexError):
+                continue
+            out.append(kid)
+        return out
+
+    def _descendants(self):
+        """Every descendant of the worker outside ``exclude`` (the judge's subtree), from /proc, parents first."""
+        todo = [self.self_pid]
         while todo:
             pid = todo.pop()
             try:
@@ -174,37 +191,8 @@ class Meter:
                     continue
                 for kid in kids:
                     if kid not in self.exclude:
-                        out.append(kid)
                         todo.append(kid)
-        return out
-
-    def tree(self) -> list[int]:
-        """Every live descendant of the worker outside the judge (zombies left out), whatever the mode."""
-        out, todo = [], [self.self_pid]
-        while todo:
-            pid = todo.pop()
-            try:
-                tasks = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for task in tasks:
-                try:
-                    with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
-                        kids = [int(k) for k in f.read().split()]
-                except (OSError, ValueError):
-                    continue
-                for kid in kids:
-                    if kid in self.exclude:
-                        continue
-                    todo.append(kid)
-                    try:
-                        with open(f"/proc/{kid}/stat", "rb") as f:
-                            if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                                continue
-                    except (OSError, IndexError):
-                        continue
-                    out.append(kid)
-        return out
+                        yield kid
 
     def sweep(self, reap) -> bool:
         """SIGKILL every process of the job (all descendants but the judge) until none is left; reap them.

@@ -41,10 +41,10 @@ __all__ = [
 STARTER = "def f():\n    return "
 
 
-def _digit_problem(k: int, split: str) -> Problem:
+def _digit_problem(k: int, split: str, name: str = "digit", source: str = "toy-digits") -> Problem:
     return Problem(
-        id=f"digit-{k}",
-        source="toy-digits",
+        id=f"{name}-{k}",
+        source=source,
         statement=f"Write f() that returns the number {k}.",
         tests=(AssertTest("assert isinstance(f(), int)"), AssertTest(f"assert f() == {k}")),
         starter_code=STARTER,
@@ -122,16 +122,7 @@ def number_problems(split: str = "train", *, path: Any = None, limit: int | None
     if split not in NUMBER_SPLITS:
         raise ValueError(f"number_problems has splits {', '.join(NUMBER_SPLITS)}, not {split!r}")
     problems = [
-        Problem(
-            id=f"number-{k}",
-            source="toy-numbers",
-            statement=f"Write f() that returns the number {k}.",
-            tests=(AssertTest("assert isinstance(f(), int)"), AssertTest(f"assert f() == {k}")),
-            starter_code=STARTER,
-            entry_point="f",
-            split=split,
-            reference_solutions=(f"def f():\n    return {k}\n",),
-        )
+        _digit_problem(k, split, name="number", source="toy-numbers")
         for k in NUMBER_SPLITS[split]
     ]
     return problems[:limit] if limit else problems
