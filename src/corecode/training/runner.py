@@ -69,6 +69,12 @@ def run_training(config: TrainConfig) -> dict[str, str]:
         auxiliary = None
         if config.stage in ("debugger", "retrieval"):
             auxiliary = resolve_model(getattr(config, f"{config.stage}_model"), config.seed)
+    if config.method != "corecode":  # a baseline of METHOD.md section 6: it trains coder_model alone
+        from corecode.training.baselines import run_method
+
+        result = run_method(config, problems, validation)
+        (out / "final.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+        return result
     if config.prepare_only:
         result = _prepare(config, planner, coder, problems, validation)
         (out / "prepared.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
