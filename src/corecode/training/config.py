@@ -29,6 +29,16 @@ class TrainConfig:
     """One training run: which stages, which models, which data, and the GRPO settings."""
 
     # what to train
+    method: str = field(
+        default="corecode",
+        metadata=_h("training method: corecode (the stages below) | cure | coderl_plus | focused_dpo (the paper's RL "
+                    "baselines, METHOD.md section 6; they train coder_model alone and ignore stage)"),
+    )
+    method_options: dict[str, Any] = field(
+        default_factory=dict,
+        metadata=_h("options of a baseline method, checked by its own options dataclass "
+                    "(corecode.training.baselines); unknown keys are refused"),
+    )
     stage: str = field(
         default="both",
         metadata=_h("planner (stage 1 only) | coder (stage 2 only) | both | debugger / retrieval (MapCoder's "
@@ -141,6 +151,11 @@ class TrainConfig:
     lora_alpha: int = field(default=32, metadata=_h("LoRA alpha"))
     lora_dropout: float = field(default=0.0, metadata=_h("LoRA dropout"))
     lora_target_modules: str = field(default="all-linear", metadata=_h("peft target_modules"))
+    generation_batch_size: int = field(
+        default=8,
+        metadata=_h("conversations per generate() call of the in-process models (the frozen partner run with "
+                    "transformers, and the policy at validation); larger batches use the CPU or GPU better"),
+    )
     # execution
     sandbox_workers: int | None = field(default=None, metadata=_h("parallel sandbox processes (None = CPU count)"))
     # logging
@@ -150,12 +165,18 @@ class TrainConfig:
     grpo: dict[str, Any] = field(default_factory=dict, metadata=_h("more GRPOConfig fields, passed as they are"))
 
     def __post_init__(self) -> None:
+        from corecode.training.baselines import METHODS
+
+        if self.method not in METHODS:
+            raise ConfigError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
         if self.stage not in STAGES:
             raise ConfigError(f"stage must be one of {', '.join(STAGES)}; got {self.stage!r}")
         if self.rounds < 1:
             raise ConfigError(f"rounds must be >= 1, got {self.rounds}")
         if self.num_generations < 2:
             raise ConfigError(f"num_generations (G) must be >= 2 for a group baseline; got {self.num_generations}")
+        if self.generation_batch_size < 1:
+            raise ConfigError(f"generation_batch_size must be >= 1, got {self.generation_batch_size}")
         if self.coder_samples < 1:
             raise ConfigError(f"coder_samples (M) must be >= 1, got {self.coder_samples}")
         if self.program_style not in ("chat", "append"):

@@ -183,6 +183,7 @@ class DebugProbe:
     debugger_sampling: SamplingConfig
     plans: Mapping[str, str] | None = None
     tokenizer: Any = None
+    batch_size: int = 8  # conversations per generate() call of the policy
     _alone: tuple[list[str], list[Any], list[Any]] | None = field(default=None, init=False, repr=False)
 
     def _coder_alone(self) -> tuple[list[str], list[Any], list[Any]]:
@@ -201,7 +202,7 @@ class DebugProbe:
                    if p.public_tests and r is not None and not r.passed]
         final = list(hidden)
         if failing:
-            debugger = PolicyBackend(model, self.tokenizer, name="debugger-policy")
+            debugger = PolicyBackend(model, self.tokenizer, name="debugger-policy", batch_size=self.batch_size)
             conversations = [
                 debugger_prompt(self.problems[i], programs[i], format_feedback(public[i], self.problems[i].public_tests),
                                 self.plans.get(self.problems[i].id) if self.plans else None)
@@ -262,7 +263,7 @@ def build_debug_cases(
 def prepare_debug_cases(config: TrainConfig, coder_source: str, problems: list[Problem], cases_dir: Path,
                         plans: Mapping[str, str] | None) -> list[DebugCase]:
     """``prepare_only``: build the cases on this process and stop (no policy is loaded)."""
-    coder = partner_backend(config.coder_backend, coder_source, config.bf16)
+    coder = partner_backend(config.coder_backend, coder_source, config.bf16, config.generation_batch_size)
     try:
         with open_sandbox(config) as sandbox:
             return build_debug_cases(config, coder, coder_source, problems, cases_dir, plans,
@@ -286,7 +287,7 @@ def run_debugger_stage(
     if config.resume and final.is_dir():
         return final
     stage_dir.mkdir(parents=True, exist_ok=True)
-    coder = partner_backend(config.coder_backend, coder_source, config.bf16)
+    coder = partner_backend(config.coder_backend, coder_source, config.bf16, config.generation_batch_size)
     build_program = PROGRAM_BUILDERS[config.program_style]
     try:
         with open_sandbox(config) as sandbox:
@@ -311,6 +312,7 @@ def run_debugger_stage(
                     validation, coder, execute, execute_public, build_program,
                     SamplingConfig(temperature=0.0, max_tokens=config.partner_max_tokens),
                     SamplingConfig(temperature=0.0, max_tokens=config.max_completion_length), plans, tokenizer,
+                    batch_size=config.generation_batch_size,
                 )
                 callbacks.append(ValidationCallback(probe, config.eval_steps, stage_dir, "debugger"))
             dataset = to_dataset(debugger_rows(cases, {p.id: p for p in problems}))

@@ -27,14 +27,17 @@ from corecode.types import Problem
 __all__ = ["partner_backend", "PolicyBackend", "coder_writer", "checkpoint_hash", "PlanCache"]
 
 
-def partner_backend(spec: str | None, checkpoint: str, bf16: bool) -> Backend:
-    """The frozen partner: ``spec`` when given, else ``checkpoint`` in-process (transformers)."""
+def partner_backend(spec: str | None, checkpoint: str, bf16: bool, batch_size: int = 8) -> Backend:
+    """The frozen partner: ``spec`` when given, else ``checkpoint`` in-process (transformers, ``batch_size``
+    conversations per generate() call)."""
     if spec:
         return load_backend(spec)
     import torch
 
     device = f"cuda:{distributed_state().local_process_index}" if torch.cuda.is_available() else "cpu"
-    return load_backend(f"transformers:{checkpoint}", dtype="bfloat16" if bf16 else "float32", device=device)
+    return load_backend(
+        f"transformers:{checkpoint}", dtype="bfloat16" if bf16 else "float32", device=device, batch_size=batch_size
+    )
 
 
 class PolicyBackend(TransformersBackend):

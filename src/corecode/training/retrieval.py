@@ -72,7 +72,7 @@ def retrieval_writer(backend: Backend, plan_sampling: SamplingConfig, code_sampl
 def _validation_plans(model: Any, tokenizer: Any, partner: Backend, problems: list[Problem],
                       config: TrainConfig) -> list[str]:
     """The frozen exemplar planner's plan from the policy's greedy retrieval (first recalled problem)."""
-    policy = PolicyBackend(model, tokenizer, name="retrieval-policy")
+    policy = PolicyBackend(model, tokenizer, name="retrieval-policy", batch_size=config.generation_batch_size)
     conversations = [render_prompt("retrieval", TaskView.from_problem(p), k=config.retrieval_k) for p in problems]
     retrievals = [group[0].text for group in
                   policy.generate(conversations, SamplingConfig(temperature=0.0, max_tokens=config.max_completion_length))]

@@ -71,7 +71,7 @@ def run_planner_like_stage(
     args = grpo_args(config, stage_dir)
     layout = group_layout(config.num_generations)
     model, tokenizer = load_policy(init, config.bf16)
-    partner = partner_backend(config.coder_backend, coder_checkpoint, config.bf16)
+    partner = partner_backend(config.coder_backend, coder_checkpoint, config.bf16, config.generation_batch_size)
     try:
         with open_sandbox(config) as sandbox:
             execute = sandbox_executor(sandbox)
@@ -110,7 +110,7 @@ def _partner_sampling(config: TrainConfig) -> SamplingConfig:
 
 
 def _policy_plans(model: Any, tokenizer: Any, partner: Backend, problems: list[Problem], config: TrainConfig) -> list[str]:
-    backend = PolicyBackend(model, tokenizer, name="planner-policy")
+    backend = PolicyBackend(model, tokenizer, name="planner-policy", batch_size=config.generation_batch_size)
     conversations = [render_prompt("planner", TaskView.from_problem(p)) for p in problems]
     sampling = SamplingConfig(temperature=0.0, max_tokens=config.max_completion_length)
     return [group[0].text for group in backend.generate(conversations, sampling)]

@@ -68,7 +68,7 @@ def stage2_plans(
     if {p.id for p in problems} <= set(cache.load()):
         return cache.ensure(problems, None, None)  # type: ignore[arg-type]  # nothing to generate
     require_cached_plans(config, planner_source, problems, plans_dir)
-    planner = partner_backend(config.planner_backend, planner_source, config.bf16)
+    planner = partner_backend(config.planner_backend, planner_source, config.bf16, config.generation_batch_size)
     try:
         # the length the Planner was trained to write (stage 1's max_completion_length), not the partners' cap
         max_tokens = config.plan_max_tokens or config.max_completion_length
@@ -115,7 +115,7 @@ def run_coder_stage(
             probe = CollaborationProbe(
                 validation,
                 plans=None if plans is None else (lambda model: [plans[p.id] for p in validation]),
-                coder=lambda model: PolicyBackend(model, tokenizer, name="coder-policy"),
+                coder=lambda model: PolicyBackend(model, tokenizer, name="coder-policy", batch_size=config.generation_batch_size),
                 execute=execute,
                 build_program=build_program,
                 coder_sampling=SamplingConfig(temperature=0.0, max_tokens=config.max_completion_length),
