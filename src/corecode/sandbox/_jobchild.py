@@ -274,15 +274,77 @@ def _emitter(nonce: bytes):
     return emit
 
 
-def run_stdio_program(code, nonce: bytes) -> None:
-    """Run the program as ``__main__`` on the stdin the worker prepared; report how it ended."""
+TRACE_VALUE_BYTES = 2048  # a recorded value whose marshal form is larger is not "simple": left out
+
+
+def _make_recorder(emit, call, max_vars: int):
+    """record(ns, loaded): after a traced run, the call's return value (if a call was given and the module
+    ran) and the last ``max_vars`` module-level variables of simple type, as ``trace`` frames.
+
+    Everything it uses is bound here, before the program runs; values go out as :func:`_make_plain`
+    copies (exact built-in types read from base storage), never through the program's methods. A value
+    that is not plain data (a function, a module, an instance of the program's class, or anything holding
+    one) or whose marshal form exceeds TRACE_VALUE_BYTES is not simple and is skipped. Whatever the
+    program does here can only change its own recorded values.
+    """
+    plain, reset = _make_plain()
+    dumps, items, _list, _type, _str, _len = marshal.dumps, dict.items, list, type, str, len
+    startswith, exc_name, _eval = str.startswith, exception_name, eval
+
+    def value_blob(value):
+        reset()
+        refs: tuple[list, dict] = ([], {})
+        copy = plain(value, refs)
+        if refs[0]:
+            return None
+        blob = dumps(copy)
+        return blob if _len(blob) <= TRACE_VALUE_BYTES else None
+
+    def record(ns, loaded):
+        if call is not None and loaded:
+            try:
+                value = _eval(call, ns)
+                try:
+                    blob = value_blob(value)
+                except BaseException:  # noqa: BLE001 - unplain: too deep, too large, unserializable
+                    blob = None
+                emit(("trace", "return", blob) if blob is not None else ("trace", "return_unplain"))
+            except BaseException as exc:  # noqa: BLE001 - the program's exception is its outcome
+                emit(("trace", "return_error", exc_name(exc)))
+        found = []
+        try:
+            for key, value in _list(items(ns)):
+                if _type(key) is not _str or startswith(key, "_"):
+                    continue
+                try:
+                    blob = value_blob(value)
+                except BaseException:  # noqa: BLE001
+                    blob = None
+                if blob is not None:
+                    found.append((key, blob))
+        except BaseException:  # noqa: BLE001 - the program broke its namespace: no variables
+            found = []
+        for key, blob in found[_len(found) - max_vars:] if max_vars else []:
+            emit(("trace", "var", key, blob))
+
+    return record
+
+
+def run_stdio_program(code, nonce: bytes, trace=None) -> None:
+    """Run the program as ``__main__`` on the stdin the worker prepared; report how it ended.
+
+    ``trace`` = (compiled call expression or None, max variables): also record what the run left (see
+    :func:`_make_recorder`), for prompts that ask a model to predict a program's execution.
+    """
     emit = _emitter(nonce)
     exc_name, exit_now, flush, short_tb, print_exc = exception_name, os._exit, _flush, _short_tb, traceback.print_exc
+    record = _make_recorder(emit, trace[0], trace[1]) if trace is not None else None
     _std_streams("solution.py")
     emit(("begin", 0))
     name, detail = None, ""
+    ns = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        exec(code, {"__name__": "__main__", "__builtins__": builtins})
+        exec(code, ns)
     except SystemExit as exc:
         try:
             code_ = exc.code
@@ -296,6 +358,8 @@ def run_stdio_program(code, nonce: bytes) -> None:
             print_exc()
         except BaseException:  # noqa: BLE001
             pass
+    if record is not None:
+        record(ns, name is None)
     flush()
     emit(("end", 0, name, detail))
     exit_now(0)

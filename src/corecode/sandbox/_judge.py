@@ -525,4 +525,7 @@ def _stdio_results(public: dict, secret: dict, reports: list[tuple[dict, dict]])
         index = group["tests"][0]
         rep["output_cap"] = public["limits"]["output"]
         out.append(vd.stdio_verdict(index, rep, secret["outputs"][index], verdicts.get(index)))
+        if public.get("trace") is not None:  # a traced run (sandbox/trace.py): what the program left, as hex
+            out[-1]["trace"] = [[str(x) if type(x) is not bytes else x.hex() for x in f[1:]]
+                                for f in rep["frames"] if f[0] == "trace" and not rep["corrupt"]]
     return out

@@ -462,7 +462,10 @@ def _child_main(payload: tuple, nonce: bytes) -> None:
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
         emit(("syntax_error", f"{type(exc).__name__}: {exc}"[:500]))
         os._exit(0)
-    jc.run_stdio_program(code, nonce)
+    trace = payload[1] if len(payload) > 1 else None
+    if trace is not None:  # a traced run: the call is the caller's (public) input, compiled before the program runs
+        trace = (compile(trace["call"], "call.py", "eval") if trace.get("call") else None, int(trace["max_vars"]))
+    jc.run_stdio_program(code, nonce, trace)
 
 
 def _program_main(program: str, setup: str, nonce: bytes) -> None:
@@ -550,7 +553,7 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
             continue
         cpu = [limits["cpu"][group["tests"][0]]] * 2
         data = group["input"].encode("utf-8", "surrogateescape")
-        rep = run_child(ctx, (public["program"],), data, cpu, files)
+        rep = run_child(ctx, (public["program"], public.get("trace")), data, cpu, files)
         error = next((f[1] for f in rep["frames"] if f[0] == "syntax_error" and len(f) == 2), None)
         if error is not None and not rep["corrupt"]:
             syntax_error = str(error)

@@ -182,7 +182,21 @@ class Sandbox:
     async def arun_batch(self, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all") -> list[ExecutionResult]:
         return list(await asyncio.gather(*(self.arun(p, prob, tests) for p, prob in jobs)))
 
+    def trace(self, program: str, *, stdin: str = "", call: str | None = None, max_variables: int = 3,
+              time_limit_s: float | None = None):
+        """Run ``program`` once on ``stdin`` (then evaluate ``call``, e.g. ``"f(3)"``, in its namespace) and
+        record what it left: stdout, the call's value, the last module-level variables of simple type
+        (:class:`corecode.sandbox.trace.ProgramTrace`; see that module). No tests, no expected values."""
+        from corecode.sandbox.trace import run_trace
+
+        return run_trace(self, program, stdin=stdin, call=call, max_variables=max_variables, time_limit_s=time_limit_s)
+
     def _execute(self, job: Job) -> ExecutionResult:
+        reply = self._execute_reply(job)
+        return reply if isinstance(reply, ExecutionResult) else _to_result(reply, job.n_tests)
+
+    def _execute_reply(self, job: Job) -> dict | ExecutionResult:
+        """The worker's raw reply to ``job`` (or, for a job that brought its worker down twice, its failure)."""
         self.start()
         worker = self._idle.get()
         try:
@@ -196,7 +210,7 @@ class Sandbox:
                     return self._killer_job(worker, job, exc)
         finally:
             self._idle.put(worker)
-        return _to_result(reply, job.n_tests)
+        return reply
 
     def _execute_reference(self, job: Job) -> ExecutionResult:
         """A reference solution's job, on the reference worker (never on one that serves programs)."""
