@@ -48,7 +48,9 @@ def test_every_role_renders_with_no_placeholder_left(role_name, view):
     # nothing left but the literal braces that came from the values and the statement
     leftover = placeholders(user.replace("{{braces}}", "").replace("{{literal}}", ""))
     assert leftover == set()
-    assert "Read n" in user or "double" in user or "Return x doubled" in user or "file" in user
+    shows_problem = "Read n" in user or "double" in user or "Return x doubled" in user or "file" in user
+    # a role about a program alone (problem=False) must not leak the statement (its examples' outputs)
+    assert shows_problem == role.problem, role_name
 
 
 def test_every_prompt_file_belongs_to_a_role_or_is_a_fragment():

@@ -34,6 +34,7 @@ class Role:
     inputs: tuple[str, ...] = ()  # supplied by the pipeline (plan, program, feedback ...)
     io: bool = False  # the prompt tells how the program talks to its tests
     tests: bool = False  # the prompt tells what tests to write
+    problem: bool = True  # the prompt shows the problem (False: a prompt about a program alone)
     description: str = ""
     # which model plays the role when the caller gives one per slot ({"planner": b1, "coder": b2})
     slot: str = ""
@@ -81,6 +82,13 @@ ROLES: dict[str, Role] = {
             description="writes a new attempt from the last one and its reflection (Reflexion)",
         ),
         Role("test_writer", "test_writer", tests=True, description="writes unit tests for the problem"),
+        Role(
+            "execution_predictor",
+            "execution_predictor",
+            ("program", "run_input", "output_kind", "variable_names"),
+            problem=False,  # the statement's examples could give away a run's output: only the program is shown
+            description="predicts a program's output and final variables on one input (CodeRL+'s alignment task)",
+        ),
     )
 }
 
@@ -102,7 +110,7 @@ def role_variables(
     role: Role, view: TaskView, inputs: Mapping[str, object], prompt_dir: str | Path | None = None
 ) -> dict[str, object]:
     """Every variable of ``role``'s prompt: the problem's, then the caller's ``inputs``."""
-    variables: dict[str, object] = {"problem": format_problem(view)}
+    variables: dict[str, object] = {"problem": format_problem(view)} if role.problem else {}
     if role.io:
         variables["io_instructions"] = io_instructions(view, prompt_dir)
     if role.tests:
