@@ -35,6 +35,7 @@ class Role:
     io: bool = False  # the prompt tells how the program talks to its tests
     tests: bool = False  # the prompt tells what tests to write
     problem: bool = True  # the prompt shows the problem (False: a prompt about a program alone)
+    tests_fragment: str = "_tests"  # which fragments tell it: <name>_function / <name>_stdio
     description: str = ""
     # which model plays the role when the caller gives one per slot ({"planner": b1, "coder": b2})
     slot: str = ""
@@ -89,6 +90,13 @@ ROLES: dict[str, Role] = {
             problem=False,  # the statement's examples could give away a run's output: only the program is shown
             description="predicts a program's output and final variables on one input (CodeRL+'s alignment task)",
         ),
+        Role(
+            "unit_test_writer",
+            "unit_test_writer",
+            tests=True,
+            tests_fragment="_unit_test",
+            description="writes ONE unit test as **Test Input:** / **Test Output:** (CURE's test writer)",
+        ),
     )
 }
 
@@ -114,7 +122,7 @@ def role_variables(
     if role.io:
         variables["io_instructions"] = io_instructions(view, prompt_dir)
     if role.tests:
-        variables["test_instructions"] = test_instructions(view, prompt_dir)
+        variables["test_instructions"] = test_instructions(view, prompt_dir, role.tests_fragment)
     variables.update(inputs)
     return variables
 

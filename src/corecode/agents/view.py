@@ -87,8 +87,9 @@ def io_instructions(view: TaskView, prompt_dir: str | Path | None = None) -> str
     return _fragment("_io_function", entry, prompt_dir)
 
 
-def test_instructions(view: TaskView, prompt_dir: str | Path | None = None) -> str:
-    """What unit tests the test writer must produce for this kind of problem."""
+def test_instructions(view: TaskView, prompt_dir: str | Path | None = None, fragment: str = "_tests") -> str:
+    """What unit tests the test writer must produce for this kind of problem (``fragment``: which pair of
+    fragment files, ``<fragment>_function`` / ``<fragment>_stdio``, says it)."""
     if view.io_mode is IOMode.FUNCTION:
-        return _fragment("_tests_function", {"entry_point": view.entry_point or "solution"}, prompt_dir)
-    return _fragment("_tests_stdio", {}, prompt_dir)
+        return _fragment(f"{fragment}_function", {"entry_point": view.entry_point or "solution"}, prompt_dir)
+    return _fragment(f"{fragment}_stdio", {}, prompt_dir)
