@@ -21,6 +21,7 @@ from corecode.pipelines.planner_coder import PlannerCoder
 from corecode.pipelines.reflexion import Reflexion, ReflexionOptions
 from corecode.pipelines.scot import StructuredChainOfThought
 from corecode.pipelines.self_planning import SelfPlanning
+from corecode.pipelines.test_selection import TestSelection, TestSelectionOptions
 from corecode.registry import resolve
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
     "ReflexionOptions",
     "MapCoder",
     "MapCoderOptions",
+    "TestSelection",
+    "TestSelectionOptions",
 ]
 
 PIPELINES: dict[str, type[Pipeline]] = {
@@ -50,6 +53,7 @@ PIPELINES: dict[str, type[Pipeline]] = {
     "planner_coder": PlannerCoder,
     "reflexion": Reflexion,
     "mapcoder": MapCoder,
+    "test_selection": TestSelection,
 }
 
 
