@@ -14,6 +14,9 @@ prompt. This is stage 2 of `corecode train` (Coder GRPO, R_code, group-aware rew
 ``return -1``; the policy, as MapCoder's Debugging agent, sees the problem, that program and the public
 test's feedback (``expected K, got -1``) and writes the one-character repair (``toy:digit_debug_problems``).
 
+``--stage cure`` runs the CURE baseline (``method=cure``): the policy also writes a one-character unit test
+(the expected value of ``f()``); printed: the programs' ground-truth pass rate, and the test writer's accuracy.
+
 ``--stage planner`` runs stage 1: the policy is the Planner, its one-character plan goes to a frozen Coder
 that reads it (``toy:plan_reading_coder``: a digit makes it return the number, a letter a string, anything
 else leaves it to its own rule, right only for even K); training problems K = 10..29, validation K = 30..49
@@ -78,7 +81,14 @@ PLANNER = {
     "rewards": {"format_penalty": 0.0, "lambda_time": 0.0},  # reward = the tests' pass rate, ceiling 1.0
 }
 
-STAGES = {"coder": (BASE, "round1/coder"), "debugger": (DEBUGGER, "debugger"), "planner": (PLANNER, "round1/planner")}
+# CURE (method=cure): the same policy writes the program (one character after `return `) and the unit test
+# (test_style append: one character, the expected value of f()), 2 tasks x (8 programs + 8 tests) per step.
+# Its logged reward is a per-task z-score (mean 0); its signal is the raw one: the programs' ground-truth pass
+# rate, and the share of well-formed generated tests that pass every correct program (test accuracy).
+CURE = {**BASE, "method": "cure", "method_options": {"test_style": "append"}, "per_device_train_batch_size": 32}
+SIGNAL = {"cure": "cure/code_pass_rate"}
+
+STAGES = {"coder": (BASE, "round1/coder"), "debugger": (DEBUGGER, "debugger"), "planner": (PLANNER, "round1/planner"), "cure": (CURE, "cure")}
 
 
 def run_seed(seed: int, steps: int, root: Path, stage: str = "coder") -> dict:
@@ -92,10 +102,15 @@ def run_seed(seed: int, steps: int, root: Path, stage: str = "coder") -> dict:
     run_training(config)
     elapsed = time.perf_counter() - start
     metrics = [json.loads(line) for line in (out / stage_dir / "metrics.jsonl").read_text().splitlines()]
-    rewards = [m["reward"] for m in metrics if "reward" in m]
+    signal = SIGNAL.get(stage, "reward")
+    rewards = [m[signal] for m in metrics if signal in m]
     window = min(5, len(rewards) // 2)
     row = {"seed": seed, "first": sum(rewards[:window]) / window, "last": sum(rewards[-window:]) / window,
            "seconds": elapsed, "zero_std": [m.get("frac_reward_zero_std") for m in metrics if "reward" in m]}
+    for key, name in (("test_accuracy", "cure/test_accuracy"), ("test_valid", "cure/test_valid_rate")):
+        values = [m[name] for m in metrics if name in m]
+        if values:
+            row[key] = (sum(values[:10]) / len(values[:10]), sum(values[-10:]) / len(values[-10:]))
     validation = out / stage_dir / "validation.jsonl"
     if validation.is_file():
         row["validation"] = [json.loads(line) for line in validation.read_text().splitlines()]
@@ -119,6 +134,8 @@ def main() -> None:
         for seed in args.seeds:
             rows.append(run_seed(seed, args.steps, root, args.stage))
     task = "toy numbers, plan-reading frozen Coder" if args.stage == "planner" else "toy digits"
+    if args.stage == "cure":
+        task = "toy digits, one policy as coder and unit-test writer; signal: programs' ground-truth pass rate"
     print(f"\nlearning check ({args.stage} stage): {task}, tiny llama-char policy, {args.steps} GRPO steps, "
           "ceiling 1.0")
     print(f"{'seed':>4} {'reward first 5 steps':>21} {'reward last 5 steps':>20} {'seconds':>8}")
@@ -127,6 +144,12 @@ def main() -> None:
     mean_first = sum(r["first"] for r in rows) / len(rows)
     mean_last = sum(r["last"] for r in rows) / len(rows)
     print(f"mean {mean_first:>21.3f} {mean_last:>20.3f}")
+    if args.stage == "cure":
+        print("\nCURE's test writer, per seed: test accuracy (well-formed tests passing every correct program) and "
+              "well-formed share, mean of the first / last 10 steps that have them")
+        for r in rows:
+            print(f"{r['seed']:>4} accuracy {r['test_accuracy'][0]:.3f} -> {r['test_accuracy'][1]:.3f}   "
+                  f"well-formed {r['test_valid'][0]:.3f} -> {r['test_valid'][1]:.3f}")
     if args.stage == "planner":
         print("\nvalidation (greedy plans, held-out problems; CG in points [95% paired interval over problems]):")
         print(f"{'seed':>4} {'problems':>8} {'alone':>6} {'CG at step 0':>22} {'CG at the end':>22} "
