@@ -294,3 +294,37 @@ def test_cpu_smoke_trains_mixes_alignment_prompts_logs_true_rewards_and_resumes(
     newest = {s["id"] for s in saved_buffer[-2:]}
     assert {r["sample"]["id"] for r in first if r["task"] == "align"} == newest
     assert (stage / "final" / "model.safetensors").is_file()
+
+
+def test_gpu_config_has_the_authors_constants_and_is_launchable(tmp_path):
+    """configs/train/qwen7b-coderl-plus.yaml: G = 8, KL 0.001, lr 1e-6, clip 0.2 both sides, 40 % alignment
+    prompts from a buffer of 20,000, 3 variables; binary reward needs no LoRA; passes the launch checks of its
+    accelerate config's processes, TRL accepts its arguments, and a generation batch mixes 205 of 512 prompts."""
+    import re
+
+    import yaml
+
+    from corecode.training import load_config
+    from corecode.training.grpo import grpo_args
+    from corecode.training.runner import check_launch
+
+    repo = Path(__file__).resolve().parents[1]
+    path = repo / "configs" / "train" / "qwen7b-coderl-plus.yaml"
+    config = load_config(path)
+    options = CodeRLPlusOptions.from_mapping(config.method_options)
+    assert config.method == "coderl_plus" and config.num_generations == 8
+    assert (config.learning_rate, config.beta, config.epsilon, config.epsilon_high) == (1e-6, 0.001, 0.2, 0.2)
+    assert (options.align_fraction, options.buffer_size, options.max_variables) == (0.4, 20_000, 3)
+    assert options.prediction_style == "json" and config.program_style == "chat" and config.bf16
+    assert config.benchmark == "genverse-codecontests-train"
+    accelerate = re.search(r"--config_file (configs/train/accelerate/\S+\.yaml)", path.read_text()).group(1)
+    processes = yaml.safe_load((repo / accelerate).read_text())["num_processes"]
+    check_launch(config, processes)
+    args = grpo_args(config, tmp_path)
+    assert (args.num_generations, args.beta, args.epsilon, args.epsilon_high) == (8, 0.001, 0.2, 0.2)
+    assert args.use_vllm and args.gradient_checkpointing
+    assert config.per_device_train_batch_size * processes * config.gradient_accumulation_steps == 128 * 8
+    rollout = config.per_device_train_batch_size * processes * config.grpo["steps_per_generation"]
+    assert rollout == 512 * 8
+    mixed = MixedPrompts(digit_problems(), rollout // 8, options.align_fraction, options.buffer_size)
+    assert (mixed.per_batch, mixed.aligned) == (512, 205)

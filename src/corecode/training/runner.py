@@ -103,7 +103,7 @@ def check_launch(config: TrainConfig, num_processes: int) -> None:
             "the validation probe samples the policy on one process, which deadlocks sharded (ZeRO-3 / FSDP) "
             "runs: set validation_limit=0 for multi-process training and evaluate the checkpoints with corecode eval"
         )
-    if num_processes > 1 and config.stage == "both" and config.use_plans:
+    if num_processes > 1 and config.method == "corecode" and config.stage == "both" and config.use_plans:
         raise ConfigError(
             "stage=both in a multi-process run would stop at stage 2: its plans come from the stage-1 Planner and "
             "must be written on one process first (a multi-process run never writes them; the other ranks would "
