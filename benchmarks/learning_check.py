@@ -17,6 +17,9 @@ test's feedback (``expected K, got -1``) and writes the one-character repair (``
 ``--stage cure`` runs the CURE baseline (``method=cure``): the policy also writes a one-character unit test
 (the expected value of ``f()``); printed: the programs' ground-truth pass rate, and the test writer's accuracy.
 
+``--stage focused_dpo`` runs the Focused-DPO baseline (``method=focused_dpo``; see
+``benchmarks/learning_check_focused_dpo.py`` for what it prints).
+
 ``--stage planner`` runs stage 1: the policy is the Planner, its one-character plan goes to a frozen Coder
 that reads it (``toy:plan_reading_coder``: a digit makes it return the number, a letter a string, anything
 else leaves it to its own rule, right only for even K); training problems K = 10..29, validation K = 30..49
@@ -125,9 +128,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--stage", choices=sorted(STAGES), default="coder")
+    parser.add_argument("--stage", choices=sorted(STAGES) + ["focused_dpo"], default="coder")
     parser.add_argument("--keep", metavar="DIR", help="write the runs here instead of a temporary directory")
     args = parser.parse_args()
+    if args.stage == "focused_dpo":  # DPO, not GRPO: its own run and table (learning_check_focused_dpo.py)
+        from learning_check_focused_dpo import main as focused_dpo_check
+
+        return focused_dpo_check(args.seeds, args.steps, args.keep)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.keep) if args.keep else Path(tmp)
