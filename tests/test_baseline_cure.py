@@ -321,3 +321,38 @@ def test_layout_and_options_are_checked_before_training(tmp_path, monkeypatch):
                                                              "per_device_train_batch_size=12"]))
     with pytest.raises(ConfigError, match="no option"):
         run_training(load_config(preset_path("cpu-smoke"), [*base, "method_options={n: 3}"]))
+
+
+def test_gpu_config_has_the_authors_constants_and_is_launchable(tmp_path):
+    """configs/train/qwen7b-cure.yaml: n = 16 programs and 16 tests at temperature 1.0, first 8 ground-truth
+    tests, clip 0.2 both sides, KL 0.01, lr 1e-6, 350 steps, full fine-tuning; passes the launch checks of
+    its accelerate config's processes, TRL accepts its arguments, and a generation batch holds whole tasks."""
+    import re
+
+    import yaml
+
+    from corecode.training import load_config
+    from corecode.training.baselines.cure import CureOptions, check_layout
+    from corecode.training.grpo import grpo_args
+    from corecode.training.runner import check_launch
+
+    repo = Path(__file__).resolve().parents[1]
+    path = repo / "configs" / "train" / "qwen7b-cure.yaml"
+    config = load_config(path)
+    options = CureOptions.from_mapping(config.method_options)
+    assert config.method == "cure" and config.num_generations == 16 and config.temperature == 1.0
+    assert (config.learning_rate, config.beta, config.epsilon, config.epsilon_high) == (1e-6, 0.01, 0.2, 0.2)
+    assert config.max_steps == 350 and not config.use_lora and config.bf16
+    assert (options.max_ground_truth_tests, options.test_style) == (8, "chat")
+    assert config.benchmark == "genverse-codecontests-train" and config.program_style == "chat"
+    accelerate = re.search(r"--config_file (configs/train/accelerate/\S+\.yaml)", path.read_text()).group(1)
+    processes = yaml.safe_load((repo / accelerate).read_text())["num_processes"]
+    check_launch(config, processes)
+    args = grpo_args(config.replace(scale_rewards="none"), tmp_path)
+    assert (args.num_generations, args.beta, args.epsilon, args.epsilon_high) == (16, 0.01, 0.2, 0.2)
+    assert args.use_vllm and args.gradient_checkpointing and args.scale_rewards == "none"
+    rollout = config.per_device_train_batch_size * processes * config.grpo["steps_per_generation"]
+    assert rollout == config.per_device_train_batch_size * processes * config.gradient_accumulation_steps == 1024
+    check_layout(config, rollout, n_tasks=4500)  # 32 whole tasks per generation batch
+    with pytest.raises(ConfigError, match="whole tasks"):
+        check_layout(config, rollout - 16, n_tasks=4500)
