@@ -1,4 +1,7 @@
-"""`corecode report RUN_DIR [RUN_DIR ...]`: one comparison table across runs, and plots."""
+"""`corecode report RUN_DIR [RUN_DIR ...]`: one comparison table across runs, and plots.
+
+`corecode report --table paper METHOD=RUN_DIR ...`: the paper's main table (methods x benchmarks, Pass@1 with
+95 % intervals; METHOD is grpo, focused_dpo, cure, coderl_plus or corecode; missing cells shown as such)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,17 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="finished `corecode eval` run directories")
+    parser.add_argument(
+        "runs", nargs="+", metavar="RUN_DIR",
+        help="finished `corecode eval` run directories; with --table paper, METHOD=RUN_DIR (METHOD: grpo, "
+        "focused_dpo, cure, coderl_plus, corecode)",
+    )
+    parser.add_argument(
+        "--table", choices=("runs", "paper"), default="runs",
+        help="runs: one row per setup, every metric per benchmark (default); paper: the paper's main table, rows "
+        "GRPO, Focused-DPO, CURE, CodeRL+, CoRe-Code, columns LiveBench, MBPP, CodeContests, CodeForces (the run's "
+        "benchmark picks the column), Pass@1 with its 95%% interval, 'missing' where no run was given",
+    )
     parser.add_argument("--format", choices=("md", "csv", "json"), default="md", help="table format (default md)")
     parser.add_argument(
         "--plot", metavar="PNG",
@@ -21,8 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from corecode.evaluation.plots import plot_pass_at_k, plot_per_problem_scatter
-    from corecode.evaluation.report import build_report
+    from corecode.evaluation.report import build_paper_table, build_report
 
+    if getattr(args, "table", "runs") == "paper":
+        if args.plot:
+            from corecode.errors import ConfigError
+
+            raise ConfigError("--plot draws the runs table; leave it out with --table paper")
+        sys.stdout.write(build_paper_table(args.runs).render(args.format))
+        return 0
     report = build_report(args.runs)
     sys.stdout.write(report.render(args.format))
     if args.plot:

@@ -5,6 +5,10 @@ two runs of the same setup on the same benchmark get separate rows, named by the
 Everything is read from each run's ``summary.json``; the 95 % intervals of pass@k and APR, and the paired
 differences between runs, come from its per-problem counts (:mod:`corecode.evaluation.intervals`), so older
 summaries get them too; CG's paired interval needs the Coder-alone run's counts and is read from the summary.
+
+:func:`build_paper_table` puts runs in the paper's main table instead (``corecode report --table paper``): rows
+CoRe-Code and the four RL baselines, columns LiveBench / MBPP / CodeContests / CodeForces, cells Pass@1 with
+its 95 % interval, "missing" where no run was given, and the paper's reported numbers below for reference.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from corecode.errors import ConfigError
 from corecode.evaluation.intervals import apr_interval, format_interval, paired_apr, paired_pass1, pass_at_k_interval
 from corecode.evaluation.summary import format_table, load_summary
 
-__all__ = ["Report", "build_report", "METRICS", "INTERVALS", "FORMATS"]
+__all__ = ["Report", "build_report", "METRICS", "INTERVALS", "FORMATS", "PaperTable", "build_paper_table",
+           "PAPER_METHODS", "PAPER_BENCHMARKS", "PAPER_REPORTED"]
 
 FORMATS = ("md", "csv", "json")
 
@@ -206,3 +211,131 @@ def build_report(run_dirs: Sequence[str | Path]) -> Report:
             label = f"{label} [{Path(run_dir).name}]"
         report.rows.setdefault(label, {})[benchmark] = summary
     return report
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The paper's main table: methods x benchmarks, Pass@1 with its 95 % interval (METHOD.md sections 5 and 6)
+
+# method key (as given on the command line) -> row name, in the paper's order
+PAPER_METHODS: dict[str, str] = {
+    "grpo": "GRPO",
+    "focused_dpo": "Focused-DPO",
+    "cure": "CURE",
+    "coderl_plus": "CodeRL+",
+    "corecode": "CoRe-Code",
+}
+# column -> the corecode benchmarks that stand for it (the original data or the CURE authors' stdio copies)
+PAPER_BENCHMARKS: dict[str, tuple[str, ...]] = {
+    "LiveBench": ("livebench", "genverse-livebench"),
+    "MBPP": ("mbpp", "mbpp-sanitized", "genverse-mbpp"),
+    "CodeContests": ("code_contests", "genverse-codecontests"),
+    "CodeForces": ("codeforces", "genverse-codeforces"),
+}
+# Pass@1 the paper reports for Qwen2.5-Coder-14B-Instruct (third-party summaries of the paper, unverified)
+PAPER_REPORTED: dict[str, dict[str, float]] = {
+    "grpo": {"LiveBench": 45.5, "MBPP": 80.7, "CodeContests": 33.7, "CodeForces": 12.9},
+    "focused_dpo": {"LiveBench": 41.9, "MBPP": 78.4, "CodeContests": 31.7, "CodeForces": 9.7},
+    "cure": {"LiveBench": 47.5, "MBPP": 78.5, "CodeContests": 32.1, "CodeForces": 12.1},
+    "coderl_plus": {"LiveBench": 44.7, "MBPP": 80.4, "CodeContests": 29.2, "CodeForces": 10.4},
+    "corecode": {"LiveBench": 48.4, "MBPP": 82.2, "CodeContests": 34.6, "CodeForces": 13.3},
+}
+MISSING = "missing"
+
+
+def _paper_column(benchmark: str) -> str | None:
+    return next((column for column, names in PAPER_BENCHMARKS.items() if benchmark in names), None)
+
+
+@dataclass
+class PaperTable:
+    """cells[method][column] = the run's summary; a method or column without a run is shown as missing."""
+
+    cells: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    def cell(self, method: str, column: str) -> dict[str, Any] | None:
+        """Pass@1 (percent) with its 95 % interval, the run and its size; None when there is no run."""
+        summary = self.cells.get(method, {}).get(column)
+        if summary is None:
+            return None
+        value = METRICS["Pass@1"][0](summary)
+        interval = INTERVALS["Pass@1"](summary)
+        return {
+            "pass1": None if value is None else 100 * value,
+            "ci": None if interval is None else [100 * interval[0], 100 * interval[1]],
+            "benchmark": summary["run"]["benchmark"], "run_dir": summary["run"]["run_dir"],
+            "n_problems": summary["n_problems"], "n": summary["run"]["n"], "label": summary["label"],
+        }
+
+    def _text(self, method: str, column: str) -> str:
+        cell = self.cell(method, column)
+        if cell is None or cell["pass1"] is None:
+            return MISSING
+        text = f"{cell['pass1']:.1f}"
+        return text if cell["ci"] is None else f"{text} {format_interval(*cell['ci'])}"
+
+    def render(self, fmt: str) -> str:
+        if fmt not in FORMATS:
+            raise ConfigError(f"unknown report format {fmt!r}; valid: {', '.join(FORMATS)}")
+        columns = list(PAPER_BENCHMARKS)
+        if fmt == "json":
+            return json.dumps([{"method": PAPER_METHODS[m], "key": m,
+                                "cells": {c: self.cell(m, c) for c in columns},
+                                "paper_reported_pass1": PAPER_REPORTED[m]} for m in PAPER_METHODS], indent=1) + "\n"
+        if fmt == "csv":
+            out = io.StringIO()
+            names = ["method"] + [f"{c} {part}" for c in columns for part in ("Pass@1", "low", "high", "run")]
+            writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
+            writer.writeheader()
+            for m in PAPER_METHODS:
+                row = {"method": PAPER_METHODS[m]}
+                for c in columns:
+                    cell = self.cell(m, c)
+                    fmt1 = (lambda x: "" if x is None else f"{x:.1f}")
+                    row[f"{c} Pass@1"] = "" if cell is None else fmt1(cell["pass1"])
+                    row[f"{c} low"] = "" if cell is None or cell["ci"] is None else fmt1(cell["ci"][0])
+                    row[f"{c} high"] = "" if cell is None or cell["ci"] is None else fmt1(cell["ci"][1])
+                    row[f"{c} run"] = "" if cell is None else cell["run_dir"]
+                writer.writerow(row)
+            return out.getvalue()
+        rows = [{"method": PAPER_METHODS[m], **{c: self._text(m, c) for c in columns}} for m in PAPER_METHODS]
+        text = format_table(rows, ["method"] + columns) + "\n"
+        text += (f"\nCells: Pass@1 (%) [95% interval, bootstrap over problems]; {MISSING}: no run given for that "
+                 "method and benchmark.\n")
+        runs = [(PAPER_METHODS[m], c, self.cell(m, c)) for m in PAPER_METHODS for c in columns if self.cell(m, c)]
+        if runs:
+            text += "\nRuns: " + "; ".join(f"{m} / {c}: {cell['run_dir']} ({cell['benchmark']}, "
+                                           f"{cell['n_problems']} problems, n={cell['n']})" for m, c, cell in runs) + "\n"
+        reported = [{"method": PAPER_METHODS[m], **{c: f"{PAPER_REPORTED[m][c]:.1f}" for c in columns}}
+                    for m in PAPER_METHODS]
+        text += ("\nReported by the paper, Qwen2.5-Coder-14B-Instruct (third-party summaries, unverified; "
+                 "METHOD.md section 5):\n\n" + format_table(reported, ["method"] + columns) + "\n")
+        return text
+
+
+def build_paper_table(assignments: Sequence[str]) -> PaperTable:
+    """``METHOD=RUN_DIR`` items (METHOD: a key of :data:`PAPER_METHODS`) -> the paper's table.
+
+    Each run's benchmark (from its summary.json) picks the column; two runs for one cell are refused."""
+    if not assignments:
+        raise ConfigError("give at least one METHOD=RUN_DIR")
+    table = PaperTable()
+    for item in assignments:
+        method, sep, run_dir = str(item).partition("=")
+        if not sep or not run_dir:
+            raise ConfigError(f"--table paper takes METHOD=RUN_DIR items (METHOD: {', '.join(PAPER_METHODS)}); "
+                              f"got {item!r}")
+        if method not in PAPER_METHODS:
+            raise ConfigError(f"unknown method {method!r} in {item!r}; the paper's table has {', '.join(PAPER_METHODS)}")
+        summary = load_summary(run_dir)
+        summary["run"]["run_dir"] = run_dir
+        benchmark = summary["run"]["benchmark"]
+        column = _paper_column(benchmark)
+        if column is None:
+            known = ", ".join(f"{c}: {' / '.join(names)}" for c, names in PAPER_BENCHMARKS.items())
+            raise ConfigError(f"{run_dir}: benchmark {benchmark!r} is not one of the paper's table ({known})")
+        row = table.cells.setdefault(method, {})
+        if column in row:
+            raise ConfigError(f"two runs for {PAPER_METHODS[method]} on {column}: {row[column]['run']['run_dir']} and "
+                              f"{run_dir}; give one")
+        row[column] = summary
+    return table
