@@ -75,6 +75,8 @@ def test_options_refuse_unknown_keys_and_bad_values():
         FocusedDPOOptions.from_config(_Config({"samples": 1}))
     with pytest.raises(ConfigError, match="dpo.loss_type"):
         FocusedDPOOptions.from_config(_Config({"dpo": {"loss_type": ["ipo"]}}))
+    with pytest.raises(ConfigError, match="dpo must be a mapping"):
+        FocusedDPOOptions.from_config(_Config({"dpo": "precompute_ref_log_probs"}))
     assert FocusedDPOOptions.from_config(_Config({"beta": "0.2"})).beta == 0.2
 
 
@@ -130,13 +132,18 @@ def _completion_logps(model, prompt_ids, completion_ids):
 def test_cpu_smoke_trains_logs_the_focused_loss_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setenv("CORECODE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
+    # prepare_only: sample and label the pairs, then stop (the real-run recipe's first step)
+    prepared = run_training(load_config(None, [f"output_dir={out}", "prepare_only=true", "stage=coder"], base=SMOKE))
+    stage = out / "focused_dpo"
+    samples_file = Path(prepared["samples"])
+    assert samples_file.parent == stage and not list(stage.glob("checkpoint-*"))
+    sampled_at = samples_file.stat().st_mtime_ns
     config = load_config(None, [f"output_dir={out}"], base=SMOKE)
     result = run_training(config)
-    stage = out / "focused_dpo"
     assert result == {"coder": str(stage / "final")}
+    assert samples_file.stat().st_mtime_ns == sampled_at, "training sampled again instead of reading the pairs"
 
     # the labels are the real sandbox's verdicts on the toy tests
-    samples_file = next(stage.glob("samples-*.jsonl"))
     records = {r["problem_id"]: r for r in _rows(samples_file)}
     assert sorted(records) == ["digit-3", "digit-5", "digit-7", "digit-9"]
     for pid, record in records.items():

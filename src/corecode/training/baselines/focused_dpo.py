@@ -103,7 +103,7 @@ class FocusedDPOOptions:
         unknown = sorted(set(given) - valid)
         if unknown:
             raise ConfigError(f"unknown focused_dpo option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
-        if isinstance(given.get("dpo"), dict) is False and "dpo" in given:
+        if "dpo" in given and not isinstance(given["dpo"], dict):
             raise ConfigError("focused_dpo: dpo must be a mapping of DPOConfig fields")
         for name in ("sample_temperature", "sample_top_p", "middle_weight", "beta"):
             if isinstance(given.get(name), str):
