@@ -20,6 +20,10 @@ test's feedback (``expected K, got -1``) and writes the one-character repair (``
 ``--stage focused_dpo`` runs the Focused-DPO baseline (``method=focused_dpo``; see
 ``benchmarks/learning_check_focused_dpo.py`` for what it prints).
 
+``--stage coderl_plus`` runs the CodeRL+ baseline (``method=coderl_plus``): the policy's failing programs become
+execution-prediction prompts (one character: the value of ``f()``), 40 % of each batch; printed: the mixed reward,
+and per task the code reward (1 iff all tests pass) and the alignment reward.
+
 ``--stage planner`` runs stage 1: the policy is the Planner, its one-character plan goes to a frozen Coder
 that reads it (``toy:plan_reading_coder``: a digit makes it return the number, a letter a string, anything
 else leaves it to its own rule, right only for even K); training problems K = 10..29, validation K = 30..49
@@ -91,7 +95,13 @@ PLANNER = {
 CURE = {**BASE, "method": "cure", "method_options": {"test_style": "append"}, "per_device_train_batch_size": 32}
 SIGNAL = {"cure": "cure/code_pass_rate"}
 
-STAGES = {"coder": (BASE, "round1/coder"), "debugger": (DEBUGGER, "debugger"), "planner": (PLANNER, "round1/planner"), "cure": (CURE, "cure")}
+# CodeRL+ (method=coderl_plus): 5 prompts x 8 rollouts per step, 2 of them alignment prompts once the buffer has
+# samples; prediction_style append: the one-character completion is the predicted value of f().
+CODERL_PLUS = {**BASE, "method": "coderl_plus", "per_device_train_batch_size": 40,
+               "method_options": {"prediction_style": "append"}}
+
+STAGES = {"coder": (BASE, "round1/coder"), "debugger": (DEBUGGER, "debugger"), "planner": (PLANNER, "round1/planner"), "cure": (CURE, "cure"),
+          "coderl_plus": (CODERL_PLUS, "coderl_plus")}
 
 
 def run_seed(seed: int, steps: int, root: Path, stage: str = "coder") -> dict:
@@ -110,7 +120,8 @@ def run_seed(seed: int, steps: int, root: Path, stage: str = "coder") -> dict:
     window = min(5, len(rewards) // 2)
     row = {"seed": seed, "first": sum(rewards[:window]) / window, "last": sum(rewards[-window:]) / window,
            "seconds": elapsed, "zero_std": [m.get("frac_reward_zero_std") for m in metrics if "reward" in m]}
-    for key, name in (("test_accuracy", "cure/test_accuracy"), ("test_valid", "cure/test_valid_rate")):
+    for key, name in (("test_accuracy", "cure/test_accuracy"), ("test_valid", "cure/test_valid_rate"),
+                      ("code_reward", "code_reward"), ("align_reward", "align_reward")):
         values = [m[name] for m in metrics if name in m]
         if values:
             row[key] = (sum(values[:10]) / len(values[:10]), sum(values[-10:]) / len(values[-10:]))
@@ -157,6 +168,11 @@ def main() -> None:
         for r in rows:
             print(f"{r['seed']:>4} accuracy {r['test_accuracy'][0]:.3f} -> {r['test_accuracy'][1]:.3f}   "
                   f"well-formed {r['test_valid'][0]:.3f} -> {r['test_valid'][1]:.3f}")
+    if args.stage == "coderl_plus":
+        print("\nCodeRL+ per task, mean of the first / last 10 steps that have it (alignment prompts from step 2 on)")
+        for r in rows:
+            print(f"{r['seed']:>4} code reward {r['code_reward'][0]:.3f} -> {r['code_reward'][1]:.3f}   "
+                  f"alignment reward {r['align_reward'][0]:.3f} -> {r['align_reward'][1]:.3f}")
     if args.stage == "planner":
         print("\nvalidation (greedy plans, held-out problems; CG in points [95% paired interval over problems]):")
         print(f"{'seed':>4} {'problems':>8} {'alone':>6} {'CG at step 0':>22} {'CG at the end':>22} "
