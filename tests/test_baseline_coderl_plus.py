@@ -328,3 +328,43 @@ def test_gpu_config_has_the_authors_constants_and_is_launchable(tmp_path):
     assert rollout == 512 * 8
     mixed = MixedPrompts(digit_problems(), rollout // 8, options.align_fraction, options.buffer_size)
     assert (mixed.per_batch, mixed.aligned) == (512, 205)
+
+
+def test_reward_scores_each_row_by_its_own_task_and_buffers_distinct_failing_programs():
+    from types import SimpleNamespace
+
+    from corecode.rewards import GroupLayout
+    from corecode.training.baselines.coderl_plus import CodeRLPlusReward, alignment_row
+
+    problems = digit_problems()
+    prompts = MixedPrompts(problems, prompts_per_batch=5, align_fraction=0.4, buffer_size=100)
+    ran, traced = [], []
+
+    def execute(jobs):
+        ran.extend(program for program, _ in jobs)
+        return [None if program.endswith("x") else SimpleNamespace(passed=program.endswith("3")) for program, _ in jobs]
+
+    def trace(program, stdin, call):
+        traced.append((program, stdin, call))
+        return ProgramTrace(error=None, stdout="", returned=True, value=int(program[-1]))
+
+    reward = CodeRLPlusReward(prompts, execute, trace, GroupLayout(num_generations=2),
+                              CodeRLPlusOptions(prediction_style="append"), capture_bytes=2048,
+                              build_program=lambda problem, text: problem.prompt + text)
+    code = prompts.rows[[p.id for p in problems].index("digit-3")]
+    sample = _sample(4)
+    align = alignment_row(sample, problems[0])
+    rows = [code, code, code, code, align, align]
+    completions = ["3", "4", "4", "x", "4", "5"]
+    got = reward([r["prompt"] for r in rows], completions, [r["problem_id"] for r in rows], [r["task"] for r in rows],
+                 [r["sample"] for r in rows], trainer_state=SimpleNamespace(global_step=7))
+    assert got == [1.0, 0.0, 0.0, None, 1.0, 0.1]  # "5": readable, wrong
+    # only code rows run; the one distinct failing program (twice "4") is traced once on f(); the sandbox
+    # failure ("x") and the passing program make no sample
+    assert ran == [problems[0].prompt + c for c in "344x"]
+    assert traced == [(problems[0].prompt + "4", "", "f()")]
+    assert [(s.id, s.output, s.step) for s in prompts.buffer] == [("7-0-1", 4, 7)]
+    # a batch whose rows are not G-row groups of one prompt is refused, as TRL's layout requires
+    with pytest.raises(ValueError, match="one prompt"):
+        reward([code["prompt"], align["prompt"]], ["3", "4"], ["digit-3", "digit-3"], ["code", "align"],
+               ["", align["sample"]])
