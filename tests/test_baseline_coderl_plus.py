@@ -368,3 +368,17 @@ def test_reward_scores_each_row_by_its_own_task_and_buffers_distinct_failing_pro
     with pytest.raises(ValueError, match="one prompt"):
         reward([code["prompt"], align["prompt"]], ["3", "4"], ["digit-3", "digit-3"], ["code", "align"],
                ["", align["sample"]])
+
+
+def test_a_program_cannot_change_how_its_trace_is_recorded():
+    hostile = ("import builtins, marshal\nbuiltins.eval = lambda *a, **k: 42\nmarshal.dumps = lambda *a, **k: b'\\xff'\n"
+               "builtins.type = lambda *a: int\nx = 5\ndef f():\n    return 'real'\n")
+    with Sandbox(SandboxConfig(workers=1)) as sb:
+        trace = sb.trace(hostile, call="f()")
+        assert trace.returned and trace.value == "real" and trace.variables == (("x", 5),)
+        # garbage on the result channel: the run is corrupt, so no sample comes of it
+        corrupt = sb.trace("import os\nos.write(3, b'garbage' * 10)\nx = 1\n")
+        assert corrupt.error == "runtime_error" and corrupt.variables == ()
+        assert sample_from_trace("i", "p", "prog", "", None, corrupt, 2048) is None
+        # a cycle is not plain data
+        assert sb.trace("x = [1]\nx.append(x)\ny = 2\n").variables == (("y", 2),)
