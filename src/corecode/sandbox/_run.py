@@ -110,6 +110,7 @@ class Meter:
         self.cgroup = "cpu" in self.fds
         self.tick = 1.0 if self.cgroup else 0.02
         self.exclude: set[int] = set()
+        self.spare: set[int] = set()  # job processes a sweep leaves alive (a case template, ``_cases``)
         self.main = 0
         self.base = 0
         self.oom_base = 0
@@ -165,6 +166,8 @@ class Meter:
         """Every live descendant of the worker outside the judge (zombies left out), whatever the mode."""
         out = []
         for kid in self._descendants():
+            if kid in self.spare:
+                continue
             try:
                 with open(f"/proc/{kid}/stat", "rb") as f:
                     if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
@@ -216,7 +219,7 @@ class Meter:
     def kill_all(self) -> None:
         """SIGKILL every process of the job (not the worker, not the judge)."""
         for _ in range(50):
-            pids = [p for p in self.pids() if p not in self.exclude and p != self.self_pid]
+            pids = [p for p in self.pids() if p not in self.exclude and p not in self.spare and p != self.self_pid]
             if not pids:
                 return
             for pid in pids:
@@ -548,9 +551,14 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     stdio: list[tuple[dict, dict]] = []
     syntax_error = None
     files = tuple(public.get("files") or (None, None))
-    for group in public["groups"]:
-        if group["kind"] != "stdio":
-            continue
+    stdio_groups = [g for g in public["groups"] if g["kind"] == "stdio"]
+    if stdio_groups and public.get("trace") is None:
+        # one case template per program (compiled once), a fresh child per case: see _cases
+        import _cases  # noqa: PLC0415 - loaded by the worker at start; a module of this directory
+
+        stdio, syntax_error = _cases.run_cases(ctx, public, stdio_groups, files)
+        stdio_groups = []
+    for group in stdio_groups:
         cpu = [limits["cpu"][group["tests"][0]]] * 2
         data = group["input"].encode("utf-8", "surrogateescape")
         rep = run_child(ctx, (public["program"], public.get("trace")), data, cpu, files)

@@ -35,6 +35,7 @@ sys.path.insert(0, HERE)
 import _isolation as iso  # noqa: E402
 import _run  # noqa: E402
 import _measure  # noqa: E402  (the measurement pass of passing programs)
+import _cases  # noqa: E402,F401  (stdin/stdout cases: a template per program, _run.run_job)
 
 sys.path.remove(HERE)
 
@@ -133,7 +134,7 @@ class Worker:
                 "judge_uid": self.setup.get("judge_uid", self.setup["job_uid"]),
                 "user_namespace": self.info.get("user_namespace", False), "uid_drop": self.info["uid_drop"],
                 "ipc_namespace": self.info.get("ipc_namespace", False), "meter": self.meter,
-                "sweep": self._sweep}
+                "sweep": self._sweep, "wipe": self._wipe}
 
     def _sweep(self) -> None:
         """Between children: nothing of the last one may survive, and the next starts on an empty tmpfs."""
@@ -150,6 +151,15 @@ class Worker:
             elif self.setup.get("cgroup"):
                 _kill_cgroup(self.setup["cgroup"], {os.getpid(), self.worker_pid, self.judge.pid})
                 self._reap_nowait()
+        self._wipe_files()
+
+    def _wipe(self) -> None:
+        """``_sweep`` when the caller knows no job process is left (``_cases``: the job cgroup is empty but
+        for the case template): reap what exited, empty the job dir and the scratch tmpfs."""
+        self._reap_nowait()
+        self._wipe_files()
+
+    def _wipe_files(self) -> None:
         # The job dir's contents, and anything else on the scratch tmpfs (without root, jobs own the
         # scratch dir too): nothing written by one child is there for the next.
         stale = [os.path.join(self.jobdir, n) for n in os.listdir(self.jobdir)]
