@@ -4,7 +4,9 @@
 
 One worker runs the jobs inside ``with Sandbox(...)``; ``getrusage`` of this process and of its reaped
 children (the workers, and through them every job process) is read around it, minus an empty sandbox's.
-``--src`` puts another checkout's ``src`` first on ``sys.path`` (e.g. the code before a change, exported
+For ``stdio`` it then runs the same cases through a bare fork-per-case loop (a child of this process that
+forks one child per case, no isolation) and prints its CPU per case too. ``--src`` puts another
+checkout's ``src`` first on ``sys.path`` (e.g. the code before a change, exported
 with ``git archive``), so two versions can be compared on the same machine, alternating runs.
 """
 
@@ -57,7 +59,53 @@ def main() -> int:
     per = (run(n) - empty) / units * 1000
     print(f"{args.kind}: {per:.2f} ms CPU per {'case' if args.kind == 'stdio' else 'job'} "
           f"(harness + workers + jobs, {units} {'cases' if args.kind == 'stdio' else 'jobs'})")
+    if args.kind == "stdio":  # the same cases through a bare fork-per-case loop (no isolation), same run
+        c0 = cpu()
+        ok = bare_stdio(n)
+        print(f"stdio, bare fork-per-case loop: {(cpu() - c0) / units * 1000:.2f} ms CPU per case ({ok} of {units} right)")
     return 0
+
+
+def bare_stdio(n: int) -> int:
+    """A child of this process that compiles the program once and forks one child per case (memfds for
+    stdin and stdout, exact comparison), as benchmarks/sandbox_throughput.py's bare loop; its CPU is read
+    by the caller after it was reaped."""
+    import io
+    import os
+
+    code = compile("print(int(input()) * 2)", "solution.py", "exec")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        ok = 0
+        for _ in range(n):
+            for i in range(50):
+                in_fd, out_fd = os.memfd_create("stdin"), os.memfd_create("stdout")
+                os.write(in_fd, str(i).encode())
+                os.lseek(in_fd, 0, os.SEEK_SET)
+                kid = os.fork()
+                if kid == 0:
+                    try:
+                        os.dup2(in_fd, 0)
+                        os.dup2(out_fd, 1)
+                        sys.stdin = io.open(0, "r", closefd=False)
+                        sys.stdout = io.open(1, "w", closefd=False)
+                        exec(code, {"__name__": "__main__"})
+                        sys.stdout.flush()
+                    except BaseException:  # noqa: BLE001
+                        os._exit(1)
+                    os._exit(0)
+                status = os.waitpid(kid, 0)[1]
+                ok += status == 0 and os.pread(out_fd, 64, 0).decode().strip() == str(2 * i)
+                os.close(in_fd)
+                os.close(out_fd)
+        os.write(w, str(ok).encode())
+        os._exit(0)
+    os.close(w)
+    ok = int(os.read(r, 64) or b"0")
+    os.waitpid(pid, 0)
+    os.close(r)
+    return ok
 
 
 if __name__ == "__main__":

