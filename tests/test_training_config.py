@@ -178,3 +178,10 @@ def test_train_chooses_models_with_the_same_model_flag_as_eval_and_solve(capsys)
     assert "coder_model=SPEC is deprecated" in captured.err and "--model coder=SPEC" in captured.err
     assert main(["train", "--preset", "cpu-smoke", "--model", "verifier=x", "--print-config"]) == 2
     assert "training roles are planner, coder, debugger, retrieval" in capsys.readouterr().err
+
+
+def test_a_dotted_override_leaves_the_callers_base_alone():
+    base = {"rewards": {"format_penalty": 0.0}, "grpo": {"gradient_checkpointing": False}}
+    config = load_config(None, ["rewards.lambda_time=0.5", "grpo.gradient_checkpointing=true"], base=base)
+    assert config.rewards.lambda_time == 0.5
+    assert base == {"rewards": {"format_penalty": 0.0}, "grpo": {"gradient_checkpointing": False}}

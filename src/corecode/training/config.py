@@ -271,9 +271,11 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
 
 def load_config(path: str | Path | None, overrides: list[str] = (), base: dict[str, Any] | None = None) -> TrainConfig:
     """Read a YAML file (or none), apply overrides, validate; errors name the file and the key."""
+    import copy
+
     import yaml
 
-    data: dict[str, Any] = dict(base or {})
+    data: dict[str, Any] = copy.deepcopy(base or {})  # a dotted override must not change the caller's nested dicts
     if path is not None:
         try:
             loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
