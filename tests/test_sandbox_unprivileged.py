@@ -48,6 +48,22 @@ SCRIPT = textwrap.dedent("""
         pick = "import os\\ndef add(a, b):\\n    return int(open(os.path.join(os.path.dirname(os.getcwd()), 'x')).read())"
         out["cheat"] = sb.run(pick, ADD).status.value
         out["after"] = sb.run(GOOD, ADD).status.value
+        # stdin/stdout cases of one program (one case template, a child per case; without root a case
+        # shares the template's uid): a case that kills or stops its template fails alone, and an answer
+        # left on the scratch tmpfs or in a System V segment by one case is not there for the next
+        attack = ("import os, signal\\nwhat = input()\\nif what == 'kill': os.kill(os.getppid(), signal.SIGKILL)\\n"
+                  "if what == 'stop': os.kill(os.getppid(), signal.SIGSTOP)\\nprint('ok')\\n")
+        cases = [StdioTest(k, "ok") for k in ("a", "kill", "b", "stop", "c", "d")]
+        out["cases"] = [t.status.value for t in sb.execute(attack, cases).tests]
+        carry = ("import ctypes, os\\nlibc = ctypes.CDLL(None)\\nlibc.shmat.restype = ctypes.c_void_p\\n"
+                 "path = os.path.join(os.path.dirname(os.getcwd()), 'carry')\\n"
+                 "shm = libc.shmget(0x15CA5E, 4096, 0)\\n"
+                 "if os.path.exists(path): print(open(path).read())\\n"
+                 "elif shm >= 0: print(ctypes.string_at(libc.shmat(shm, None, 0), 1).decode())\\n"
+                 "else:\\n    open(path, 'w').write('5')\\n"
+                 "    ctypes.memmove(libc.shmat(libc.shmget(0x15CA5E, 4096, 0o1666), None, 0), b'5', 1)\\n"
+                 "    print('first')\\n")
+        out["carry"] = [t.status.value for t in sb.execute(carry, [StdioTest("", "5")] * 4).tests]
     print(json.dumps(out))
 """)
 
@@ -86,6 +102,9 @@ def test_unprivileged_user_gets_the_same_protections(tmp_path):
     assert out["remount"] == "passed"  # mount() returned -1: the job cannot undo the read-only binds
     assert out["net"] == "runtime_error" and out["bomb"] in ("timeout", "runtime_error")
     assert out["escapee"] == "passed"
+    assert out["cases"][0] == out["cases"][2] == out["cases"][4] == out["cases"][5] == "passed", out["cases"]
+    assert out["cases"][1] == "runtime_error" and out["cases"][3] == "timeout", out["cases"]
+    assert out["carry"] == ["wrong_answer"] * 4, out["carry"]
     assert _sleepers() <= before, "a `sleep 987654` started by a job survived"
 
 

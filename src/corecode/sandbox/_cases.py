@@ -203,7 +203,8 @@ class Template:
                 gone = True
             elif self.pidfd in ready:
                 gone = True
-        if gone:  # the case took its template down (or wedged it): it fails; a new template follows
+        if gone:  # the case took its template down (or wedged it): it fails, even if it had finished
+            reason = reason or "template"  # (a runtime error: killed); a new template runs the next case
             self._kill_case()
             self.stop()
         wall = time.monotonic() - t0
