@@ -269,9 +269,15 @@ def test_a_case_that_crashes_hangs_or_attacks_its_template_fails_alone(sb):
             raise KeyError("no")
         elif what == "memory":
             x = b"x" * (2 << 30)
+        elif what == "garbage":  # forged frames on the result channel, then a right answer
+            os.write(3, b"\\x00" * 64 + b"not a frame")
+        elif what == "flood":
+            while True:
+                print("x" * 10000)
         print("ok")
         """)
-    kinds = ["ok", "segv", "ok", "hang", "ok", "sleep", "ok", "parent", "ok", "exit", "ok", "raise", "ok", "memory", "ok"]
+    kinds = ["ok", "segv", "ok", "hang", "ok", "sleep", "ok", "parent", "ok", "exit", "ok", "raise", "ok", "memory", "ok",
+             "garbage", "ok", "flood", "ok"]
     result = sb.execute(program, [StdioTest(k + "\n", "ok\n") for k in kinds])
     got = dict(zip(range(len(kinds)), statuses(result)))
     for i, kind in enumerate(kinds):
@@ -283,6 +289,7 @@ def test_a_case_that_crashes_hangs_or_attacks_its_template_fails_alone(sb):
     assert got[9] is Status.RUNTIME_ERROR
     assert got[11] is Status.RUNTIME_ERROR and result.tests[11].exception == "KeyError"
     assert got[13] in (Status.MEMORY_EXCEEDED, Status.RUNTIME_ERROR)
+    assert got[15] is Status.RUNTIME_ERROR and got[17] is Status.OUTPUT_LIMIT
     assert_clean(sb)
 
 
