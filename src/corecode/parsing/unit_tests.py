@@ -37,12 +37,21 @@ INPUT_MARKER = "**Test Input:**"
 OUTPUT_MARKER = "**Test Output:**"
 MAX_PART_CHARS = 20_000  # a test's input or output longer than this is malformed (not run)
 
-_FENCED = r"\s*```[^\n`]*\n?(.*?)```"
+# Linear time on any text: the whitespace before a fence and the fence's tag are matched atomically
+# ("(?=(?P<x>...))(?P=x)", Python 3.10's spelling of a possessive quantifier). With plain backtracking
+# "**Test Input:**```" + 30,000 tag characters and no closing fence, or "**Test Input:**" + 30,000
+# spaces and no output marker after it, took 8-12 s of the trainer's time per answer (quadratic).
+# Matching atomically finds the same parts: a fence's tag cannot hold its closing backticks, and the
+# whitespace cannot hold the next marker.
+_FENCED = r"(?=(?P<ws>\s*))(?P=ws)```(?=(?P<tag>[^\n`]*))(?P=tag)\n?(?P<body>.*?)```"
 _INPUT_FENCED = re.compile(re.escape(INPUT_MARKER) + _FENCED, re.DOTALL)
 _OUTPUT_FENCED = re.compile(re.escape(OUTPUT_MARKER) + _FENCED, re.DOTALL)
-_INPUT_PLAIN = re.compile(re.escape(INPUT_MARKER) + r"\s*(.*?)(?=" + re.escape(OUTPUT_MARKER) + ")", re.DOTALL)
+_INPUT_PLAIN = re.compile(
+    re.escape(INPUT_MARKER) + r"(?=(?P<ws>\s*))(?P=ws)(?P<body>.*?)(?=" + re.escape(OUTPUT_MARKER) + ")", re.DOTALL
+)
 _OUTPUT_PLAIN = re.compile(
-    re.escape(OUTPUT_MARKER) + r"\s*(.*?)(?=\*\*Explanation:|" + re.escape(INPUT_MARKER) + r"|$)", re.DOTALL
+    re.escape(OUTPUT_MARKER) + r"\s*(?P<body>.*?)(?=\*\*Explanation:|" + re.escape(INPUT_MARKER) + r"|$)",
+    re.DOTALL,
 )
 
 
@@ -71,11 +80,13 @@ class GeneratedTest:
         return {"test": shown, "error": self.error}
 
 
-def _last(fenced: re.Pattern, plain: re.Pattern, text: str) -> str | None:
-    found = fenced.findall(text)
+def _last(fenced: re.Pattern, plain: re.Pattern, text: str, plain_end: int | None = None) -> str | None:
+    found = [m.group("body") for m in fenced.finditer(text)]
     if found:
         return found[-1]
-    found = plain.findall(text)
+    # plain_end: where the plain pattern can stop looking (an input needs an output marker after it, so
+    # markers after the last one need not each be followed to the end of the text)
+    found = [m.group("body") for m in plain.finditer(text, 0, len(text) if plain_end is None else plain_end)]
     return found[-1].strip() if found else None
 
 
@@ -129,7 +140,7 @@ def parse_unit_test(text: str, *, function: bool, entry_point: str | None = None
     """
     if not isinstance(text, str) or INPUT_MARKER not in text or OUTPUT_MARKER not in text:
         return GeneratedTest(None, "no **Test Input:** / **Test Output:** pair")
-    raw_in = _last(_INPUT_FENCED, _INPUT_PLAIN, text)
+    raw_in = _last(_INPUT_FENCED, _INPUT_PLAIN, text, text.rfind(OUTPUT_MARKER) + len(OUTPUT_MARKER))
     raw_out = _last(_OUTPUT_FENCED, _OUTPUT_PLAIN, text)
     if raw_in is None or raw_out is None:
         return GeneratedTest(None, "the input or the output is missing", raw_in, raw_out)

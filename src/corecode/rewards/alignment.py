@@ -14,7 +14,8 @@ when that line is at most MAX_LINE_CHARS long and nests at most MAX_DEPTH deep.
 
 Tolerant equality (:func:`values_match`), what the recorded value is compared with:
 
-* numbers: ints exactly; otherwise ``math.isclose(rel_tol=1e-6, abs_tol=1e-9)``; ``3`` matches ``3.0``.
+* numbers: ints exactly (also against a float: ``3.0`` matches ``3``, ``12345679.0`` does not match
+  ``12345678``); otherwise ``math.isclose(rel_tol=1e-6, abs_tol=1e-9)``.
   bools are not numbers here (``true`` never matches ``1``), and a prediction of ``"3"`` never matches 3;
 * strings exactly; lists (recorded tuples, lists, and sets as sorted lists) element by element, in order;
   objects: the same keys (recorded keys as JSON writes them: strings) with matching values;
@@ -171,8 +172,8 @@ def values_match(predicted: Any, recorded: Any, depth: int = 0) -> bool:
     if _is_number(recorded):
         if not _is_number(predicted):
             return False
-        if isinstance(recorded, int) and isinstance(predicted, int):
-            return predicted == recorded
+        if isinstance(recorded, int):
+            return predicted == recorded  # an int only equals its own value (3.0 is 3; 12345679.0 is not 12345678)
         try:
             return math.isclose(float(predicted), float(recorded), rel_tol=REL_TOL, abs_tol=ABS_TOL)
         except OverflowError:  # an int too large for a float: never close to a float
@@ -211,8 +212,8 @@ def output_matches(predicted: Any, sample: AlignmentSample) -> bool:
         if not token or len(token.split()) != 1:
             return False
         try:
-            if isinstance(predicted, int) and token.lstrip("-").isdigit():
-                return int(token) == predicted
+            if token.lstrip("-").isascii() and token.lstrip("-").isdigit():
+                return int(token) == predicted  # an int token: exactly (a float near it is not it)
             value = float(token)
         except (ValueError, OverflowError):
             return False
@@ -260,15 +261,18 @@ def sample_from_trace(sample_id: str, problem_id: str, program: str, stdin: str,
     predict (no output and no variable)."""
     if trace.error in ("timeout", "memory_exceeded", "output_limit", "runtime_error", "syntax_error"):
         return None
-    if call is not None:
-        if not trace.returned or trace.error is not None:
-            return None
-        output = plain_json(trace.value)
-    else:
-        if len(trace.stdout.encode("utf-8", "replace")) >= capture_bytes:
-            return None
-        output = trace.stdout
-    variables = tuple((name, plain_json(value)) for name, value in trace.variables)
+    try:
+        if call is not None:
+            if not trace.returned or trace.error is not None:
+                return None
+            output = plain_json(trace.value)
+        else:
+            if len(trace.stdout.encode("utf-8", "replace")) >= capture_bytes:
+                return None
+            output = trace.stdout
+        variables = tuple((name, plain_json(value)) for name, value in trace.variables)
+    except (ValueError, RecursionError):  # nested too deeply: not plain data (the run's own doing)
+        return None
     if output in ("", None) and not variables and call is None:
         return None
     return AlignmentSample(id=sample_id, problem_id=problem_id, program=program, stdin=stdin, call=call,

@@ -58,6 +58,46 @@ def prctl(option: int, arg: int) -> None:
     _check(_libc.prctl(option, arg, 0, 0, 0), "prctl")
 
 
+# Kernel keyrings (add_key, request_key, keyctl) are not namespaced by anything a job gets as root: every
+# job and every case runs as job_uid, which has ONE user keyring in the kernel, outliving jobs, workers and
+# harnesses. A case could leave its answer there for the next case, and a program that passed could leave
+# its outputs for a wrong program of another job to print (the red team's copycat passed that way). No
+# benchmark program uses keys: the worker makes them fail with EPERM for itself and every descendant (a
+# seccomp filter, inherited over fork), native syscall numbers only; any other ABI (x32, i386 on x86_64,
+# arm32 on arm64) is refused outright, so no other syscall number reaches the same code.
+_KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+def block_key_syscalls() -> bool:
+    """Install the filter above in this process (inherited by every child); False where it cannot be."""
+    import platform
+
+    found = _KEY_SYSCALLS.get(platform.machine())
+    if found is None:
+        return False
+    arch, numbers = found
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    n = len(numbers)
+    # 0: A = arch; 1: foreign ABI -> deny; 2: A = nr; 3: x32 (nr >= 2**30) -> deny; then each key syscall -> deny
+    code = [(ld, 0, 0, 4), (jeq, 0, n + 3, arch), (ld, 0, 0, 0), (jge, n + 1, 0, 0x40000000)]
+    code += [(jeq, n - i, 0, nr) for i, nr in enumerate(numbers)]
+    code += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    table = (Filter * len(code))(*[Filter(*op) for op in code])
+    prog = Program(len(code), table)
+    install = ctypes.CDLL(None, use_errno=True).prctl
+    install.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    return install(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) == 0
+
+
 _FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "ro": MS_RDONLY}
 
 

@@ -93,7 +93,32 @@ def run_trace(sandbox: Any, program: str, *, stdin: str = "", call: str | None =
 def _decode(text: Any) -> Any:
     if type(text) is not str or len(text) > 2 * 2048:
         raise ValueError("not a recorded value")
-    return _safemarshal.loads(bytes.fromhex(text), max_depth=16)
+    data = bytes.fromhex(text)
+    value = _safemarshal.loads(data, max_depth=16)
+    _tree(value, len(data))
+    return value
+
+
+def _tree(value: Any, budget: int) -> None:
+    """Raise ValueError unless ``value`` is a tree of at most ``budget`` nodes.
+
+    The recorder sends copies, in which no container is shared, so their node count is at most their byte
+    count. A frame the program forged (it can reach the emitter through its caller's frame) can use
+    marshal's back-references to share a container: a cycle (``[[...]]``), or 10 levels of 38 references
+    each (2 KiB: 38**10 leaves), which anything that walks it (``plain_json``, ``repr``, ``json.dumps``)
+    would expand without end in the trainer.
+    """
+    stack, seen = [value], 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > budget:
+            raise ValueError("a recorded value shares containers (not a tree)")
+        if type(item) is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif type(item) in (list, tuple, set, frozenset):
+            stack.extend(item)
 
 
 def first_input(problem: Problem) -> tuple[str, str | None] | None:

@@ -28,6 +28,7 @@ metrics.jsonl, validation.jsonl (pass@1 of the policy as coder), curves.png.
 from __future__ import annotations
 
 import dataclasses
+import marshal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -146,6 +147,14 @@ class _Task:
     test_rows: list[int] = field(default_factory=list)
 
 
+def _test_key(test: TestCase) -> bytes:
+    """Which generated tests are the same test. Not the TestCase itself: a CallTest holding a list (an
+    argument or the expected value, as most function tests do) is unhashable, and == would also merge
+    tests that differ only in 1 / 1.0 / True. The values are plain (the parser checked that marshal takes
+    them)."""
+    return marshal.dumps((type(test).__name__,) + tuple(getattr(test, f.name) for f in dataclasses.fields(test)))
+
+
 def _passes(result: Any) -> list[bool] | None:
     return None if result is None else [t.passed for t in sorted(result.tests, key=lambda t: t.index)] + \
         [False] * (result.n_tests - len(result.tests))
@@ -243,7 +252,8 @@ class CureReward:
             problem = task.problem
             truth = dataclasses.replace(problem, id=f"{problem.id}#ground-truth",
                                         tests=tuple(problem.tests[: self.options.max_ground_truth_tests]))
-            generated = list(dict.fromkeys(tests[i].test for i in task.test_rows if tests[i].valid))
+            generated = list({_test_key(tests[i].test): tests[i].test
+                              for i in task.test_rows if tests[i].valid}.values())
             unique_tests[pid] = generated
             target = None
             if generated:
@@ -268,12 +278,13 @@ class CureReward:
         for pid, task in tasks.items():
             truth_rows = [results[slots[("gt", i)]] for i in task.code_rows]
             gt = [None if r is None else sum(r) / len(r) for r in truth_rows]
-            column = {test: k for k, test in enumerate(unique_tests[pid])}
+            column = {_test_key(test): k for k, test in enumerate(unique_tests[pid])}
             matrix: list[list[bool] | None] = []
             for i in task.code_rows:
                 passes = results[slots[("gen", i)]] if ("gen", i) in slots else []
                 matrix.append(None if passes is None else
-                              [bool(tests[j].valid and passes[column[tests[j].test]]) for j in task.test_rows])
+                              [bool(tests[j].valid and passes[column[_test_key(tests[j].test)]])
+                               for j in task.test_rows])
             scored = cure_task_rewards(gt, matrix, len(task.test_rows))
             for l, i in enumerate(task.code_rows):
                 raw[i], rewards[i] = gt[l], scored.code_reward(l)

@@ -1,0 +1,192 @@
+"""Red team of CURE, CodeRL+ and the stdin/stdout case template: model output (a program, a generated unit
+test, a prediction) that earned reward it should not have, or crashed / wedged the training, each fixed and
+pinned here. Every attack below got through before its fix:
+
+* a traced program forged its own trace frame (it reaches the emitter through its caller's frame) with
+  marshal back-references: ten levels of 38 references each (1.9 KiB, 38**10 leaves) hung
+  ``sample_from_trace`` (and any ``repr`` / ``json.dumps`` of the trace) in the trainer forever; a
+  self-containing list raised ``ValueError`` out of the CodeRL+ reward;
+* the alignment reward matched a recorded int with any float within 1e-6 (``12345679.0`` for 12345678: an
+  off-by-one scored as right by writing ``.0``), against "ints exactly" of docs/baselines.md;
+* a CURE test with a list in its call (``total([1, 2])``, most MBPP / HumanEval tests) made the generated
+  tests unhashable: ``CureReward`` raised ``TypeError`` and training stopped; and tests that differ only in
+  1 / 1.0 / True were merged into one column of B;
+* the unit-test parser's regular expressions backtracked quadratically: one 30,000-character answer
+  (``**Test Input:**```aaaa...`` with no closing fence, or a marker followed by spaces) took 8-12 s of the
+  trainer's time;
+* kernel keyrings: every case and every job runs as the one job uid, whose user keyring the kernel keeps
+  across cases, jobs, workers and harnesses. A case stored its answer with ``add_key`` and the next cases
+  of the same program printed it (passing cases it fails alone); a right program stored its outputs and a
+  wrong program of a LATER job printed them and passed (a copycat across samples).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+import time
+
+import pytest
+
+from corecode.parsing.unit_tests import parse_unit_test
+from corecode.rewards.alignment import AlignmentSample, alignment_reward, sample_from_trace, values_match
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import AssertTest, CallTest, Problem, Status, StdioTest
+
+I, O = "**Test Input:**", "**Test Output:**"
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False)) as sandbox:
+        yield sandbox
+
+
+# ------------------------------------------------------------------------------------------- CodeRL+: traces
+FORGE = """
+import sys, marshal
+_emit = sys._getframe(1).f_locals["emit"]   # run_stdio_program's emitter, nonce included
+{build}
+_emit(("trace", "var", "boom", marshal.dumps(_v)))
+x = 3
+"""
+LAUGHS = "_v = [7]\nfor _ in range(10):\n    _v = [_v] * 38"  # 38**10 leaves in 1.9 KiB of marshal refs
+CYCLE = "_v = [1]\n_v.append(_v)"
+
+
+@pytest.mark.parametrize("build", [LAUGHS, CYCLE], ids=["shared-refs", "cycle"])
+def test_a_forged_trace_frame_cannot_hang_or_crash_the_alignment_sampler(sb, build):
+    program = FORGE.format(build=build)
+    trace = sb.trace(program)
+    names = [name for name, _ in trace.variables]  # (never repr the values: a shared tree would expand)
+    assert names == ["x"], names
+    start = time.monotonic()
+    sample = sample_from_trace("i", "p", program, "", None, trace, 2048)
+    assert time.monotonic() - start < 1.0
+    assert sample is not None and sample.variables == (("x", 3),)
+
+
+def test_a_value_nested_too_deeply_for_a_sample_is_no_sample_not_an_error():
+    from corecode.sandbox.trace import ProgramTrace
+
+    deep: list = []
+    for _ in range(40):
+        deep = [deep]
+    trace = ProgramTrace(error=None, stdout="1\n", variables=(("d", deep),))
+    assert sample_from_trace("i", "p", "prog", "", None, trace, 2048) is None
+
+
+# ------------------------------------------------------------------------------------------- CodeRL+: reward
+def test_an_int_is_matched_only_by_its_own_value_not_by_a_float_near_it():
+    assert values_match(3.0, 3) and values_match(3, 3) and values_match(1e20, 10**20)
+    assert not values_match(12345679.0, 12345678)  # off by one, within rel 1e-6
+    assert not values_match(1e20, 10**20 + 1)
+    assert values_match(2.5000001, 2.5) and values_match(3, 3.0000000001)  # floats stay tolerant
+    value = AlignmentSample(id="a", problem_id="p", program="...", call="f()", output=12345678,
+                            variables=(("n", 10_000_001),))
+    honest = alignment_reward('{"final_output": 12345678, "variables": {"n": 10000001}}', value)
+    near = alignment_reward('{"final_output": 12345679.0, "variables": {"n": 10000000.0}}', value)
+    assert honest == pytest.approx(1.0) and near == pytest.approx(0.1)
+    stdout = AlignmentSample(id="b", problem_id="p", program="...", output="12345678\n")
+    assert alignment_reward('{"final_output": 12345678.0, "variables": {}}', stdout) == pytest.approx(1.0)
+    assert alignment_reward('{"final_output": 12345679.0, "variables": {}}', stdout) == pytest.approx(0.1)
+    assert alignment_reward('{"final_output": 2.5000001, "variables": {}}',
+                            AlignmentSample(id="c", problem_id="p", program="...", output="2.5\n")) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------- CURE
+def _reply(test_in: str, test_out: str) -> str:
+    return f"{I}\n```python\n{test_in}\n```\n{O}\n```python\n{test_out}\n```"
+
+
+def test_cure_reward_takes_tests_with_lists_and_keeps_1_and_true_apart(sb, tmp_path):
+    from corecode.rewards import ExecutionLog, GroupLayout, sandbox_executor
+    from corecode.training.baselines.cure import CureReward
+
+    problem = Problem(id="s", source="t", statement="Sum a list.", entry_point="total",
+                      tests=(AssertTest("assert total([1, 2]) == 3"), AssertTest("assert total([]) == 0")))
+    programs = ["```python\ndef total(xs):\n    return sum(xs)\n```",
+                "```python\ndef total(xs):\n    return 1 if xs == [1] and type(xs[0]) is int else sum(xs) + 1\n```",
+                "```python\ndef total(xs):\n    return 0\n```"]
+    # a list argument (unhashable), and two tests that == would merge: [1] -> 1 and [True] -> 1
+    tests = [_reply("total([1, 2, 3])", "6"), _reply("total([1])", "1"), _reply("total([True])", "1")]
+    prompts = [[{"role": "user", "content": "code"}]] * 3 + [[{"role": "user", "content": "test"}]] * 3
+    log = ExecutionLog(tmp_path / "log.jsonl")
+    reward = CureReward({"s": problem}, sandbox_executor(sb, measure=False), GroupLayout(num_generations=3), log=log)
+    rewards = reward(prompts, programs + tests, ["s"] * 6, ["code"] * 3 + ["test"] * 3)
+    assert len(rewards) == 6
+    import json
+
+    task = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()][-1]
+    assert task["code_raw"] == [1.0, 0.0, 0.5]
+    # program 1 returns 1 for [1] (right) and 2 for [True]: two different columns
+    assert task["matrix"] == [[True, True, True], [False, True, False], [False, False, False]]
+
+
+@pytest.mark.parametrize("text", [
+    I + "```" + "a" * 30_000 + O + " 1",          # a fence's tag that never closes
+    I + " 1 " + O + "```" + "a" * 30_000,
+    O + I + " " * 30_000,                          # whitespace, and no output marker after the input
+    O + (I + " ") * 2_000,                         # many inputs, none followed by an output
+], ids=["input-tag", "output-tag", "spaces", "markers"])
+def test_the_unit_test_parser_takes_linear_time_on_hostile_answers(text):
+    start = time.monotonic()
+    for function in (False, True):
+        assert not parse_unit_test(text, function=function, entry_point="f").valid
+    assert time.monotonic() - start < 0.5
+
+
+def test_the_linear_parser_reads_what_the_old_one_read():
+    cases = {
+        f"{I}\n```\n1 2\n```\n{O}\n```plaintext\n3\n```": StdioTest("1 2\n", "3\n"),
+        f"{I}   1\\n2   {O}  3 **Explanation:** one plus two": StdioTest("1\n2\n", "3\n"),
+        f"{I} 1 {I} 2 {O} 3 {I} 4": StdioTest("1 **Test Input:** 2\n", "3\n"),
+        f"{I} ```x``` {O} ``` y ``` {I} ```z``` {O} 5": StdioTest("\n", "\n"),  # x, y, z are fence tags
+    }
+    for text, expected in cases.items():
+        assert parse_unit_test(text, function=False).test == expected, text
+    assert parse_unit_test(f"{I} f([1], (2,)) {O} [3]", function=True, entry_point="f").test == \
+        CallTest("f", ([1], (2,)), [3])
+
+
+# ------------------------------------------------------------------------------------------- keyrings
+KEYS = """
+import ctypes, sys
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_ADD_KEY, _REQUEST_KEY, _KEYCTL = {{"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}}[__import__("platform").machine()]
+def _load(name):
+    kid = _libc.syscall(_REQUEST_KEY, b"user", name.encode(), None, ctypes.c_long(-4))  # the user keyring
+    if kid <= 0:
+        return None
+    buf = ctypes.create_string_buffer(256)
+    n = _libc.syscall(_KEYCTL, 11, ctypes.c_long(kid), buf, 256)  # KEYCTL_READ
+    return buf.raw[:n].decode() if n > 0 else None
+def _store(name, value):
+    data = value.encode()
+    _libc.syscall(_ADD_KEY, b"user", name.encode(), data, len(data), ctypes.c_long(-4))
+_tag = "{tag}"
+"""
+
+
+def test_no_case_or_job_can_leave_an_answer_in_a_kernel_keyring(sb):
+    tag = f"redteam-{time.time_ns()}"
+    keys = KEYS.format(tag=tag)
+    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(4))
+    carry = keys + textwrap.dedent("""
+        carried = _load(_tag + "-case")
+        if carried is None:
+            a, b = map(int, input().split())
+            _store(_tag + "-case", str(a + b))
+            print("first")
+        else:
+            print(carried)
+        """)
+    assert [t.status for t in sb.execute(carry, same).tests] == [Status.WRONG_ANSWER] * 4
+    # across jobs: a right program leaves its outputs, a wrong one of a later job prints them
+    problem = Problem(id="add", source="t", statement="add", tests=(StdioTest("2 3\n", "5\n"), StdioTest("4 4\n", "8\n")))
+    right = keys + "i = input()\na, b = map(int, i.split())\nprint(a + b)\n_store(_tag + i, str(a + b))\n"
+    copycat = keys + "i = input()\nprint(_load(_tag + i) or 0)\n"
+    assert sb.run(right, problem).passed
+    assert not sb.run(copycat, problem).passed
+    assert sb.isolation.get("keyring_blocked") is True
