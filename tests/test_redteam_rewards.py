@@ -6,6 +6,9 @@ pinned here. Every attack below got through before its fix:
   marshal back-references: ten levels of 38 references each (1.9 KiB, 38**10 leaves) hung
   ``sample_from_trace`` (and any ``repr`` / ``json.dumps`` of the trace) in the trainer forever; a
   self-containing list raised ``ValueError`` out of the CodeRL+ reward;
+* a failing program with ``x = 10 ** 4500`` (its marshal form fits the recorder's 2 KiB, its decimal form
+  exceeds Python's 4,300 digits) made ``json.dumps`` of its alignment sample raise ``ValueError``: CodeRL+
+  stopped;
 * the alignment reward matched a recorded int with any float within 1e-6 (``12345679.0`` for 12345678: an
   off-by-one scored as right by writing ``.0``), against "ints exactly" of docs/baselines.md;
 * a CURE test with a list in its call (``total([1, 2])``, most MBPP / HumanEval tests) made the generated
@@ -66,14 +69,30 @@ def test_a_forged_trace_frame_cannot_hang_or_crash_the_alignment_sampler(sb, bui
     assert sample is not None and sample.variables == (("x", 3),)
 
 
-def test_a_value_nested_too_deeply_for_a_sample_is_no_sample_not_an_error():
+def test_a_value_nested_too_deeply_for_a_sample_is_left_out_not_an_error():
     from corecode.sandbox.trace import ProgramTrace
 
     deep: list = []
     for _ in range(40):
         deep = [deep]
-    trace = ProgramTrace(error=None, stdout="1\n", variables=(("d", deep),))
-    assert sample_from_trace("i", "p", "prog", "", None, trace, 2048) is None
+    trace = ProgramTrace(error=None, stdout="1\n", variables=(("d", deep), ("k", 2)))
+    assert sample_from_trace("i", "p", "prog", "", None, trace, 2048).variables == (("k", 2),)
+    call = ProgramTrace(error=None, stdout="", returned=True, value=deep)
+    assert sample_from_trace("i", "p", "prog", "", "f()", call, 2048) is None
+
+
+def test_an_int_too_long_for_json_cannot_stop_the_training(sb):
+    """10**4500 fits the recorder's 2 KiB (marshal) but has more digits than Python writes as text: the
+    sample's json.dumps (the alignment row, the samples log) raised ValueError and stopped CodeRL+."""
+    import json
+
+    trace = sb.trace("x = 10 ** 4500\ny = [1, 10 ** 4500]\nz = 5\nprint('hi')\n")
+    assert [name for name, _ in trace.variables] == ["x", "y", "z"]
+    sample = sample_from_trace("i", "p", "prog", "", None, trace, 2048)
+    assert sample.variables == (("z", 5),) and sample.output == "hi\n"
+    json.dumps(sample.to_dict())
+    call = sb.trace("def f():\n    return 10 ** 4500\n", call="f()")
+    assert call.returned and sample_from_trace("i", "p", "prog", "", "f()", call, 2048) is None
 
 
 # ------------------------------------------------------------------------------------------- CodeRL+: reward

@@ -58,6 +58,10 @@ FORMAT_REWARD = 0.1  # a readable prediction, nothing right
 MAX_LINE_CHARS = 20_000
 MAX_DEPTH = 16
 REL_TOL, ABS_TOL = 1e-6, 1e-9
+# A recorded int may hold up to ~4,600 digits within its 2 KiB (marshal) but Python writes at most 4,300 as
+# text: such a value is not plain JSON (a variable left out, an output no sample), or json.dumps of the
+# sample would stop the training. 13,000 bits is ~3,900 digits.
+MAX_INT_BITS = 13_000
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ def plain_json(value: Any, depth: int = 0) -> Any:
     JSON writes them, bytes and complex their repr, non-finite floats the strings "nan" / "inf" / "-inf"."""
     if depth > MAX_DEPTH:
         raise ValueError("nested too deeply")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        raise ValueError("an int too large to write as JSON")  # json.dumps would raise ValueError later
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -261,18 +267,24 @@ def sample_from_trace(sample_id: str, problem_id: str, program: str, stdin: str,
     predict (no output and no variable)."""
     if trace.error in ("timeout", "memory_exceeded", "output_limit", "runtime_error", "syntax_error"):
         return None
-    try:
-        if call is not None:
-            if not trace.returned or trace.error is not None:
-                return None
+    if call is not None:
+        if not trace.returned or trace.error is not None:
+            return None
+        try:
             output = plain_json(trace.value)
-        else:
-            if len(trace.stdout.encode("utf-8", "replace")) >= capture_bytes:
-                return None
-            output = trace.stdout
-        variables = tuple((name, plain_json(value)) for name, value in trace.variables)
-    except (ValueError, RecursionError):  # nested too deeply: not plain data (the run's own doing)
-        return None
+        except (ValueError, RecursionError):  # nested too deeply, an int too long for JSON: not plain data
+            return None
+    else:
+        if len(trace.stdout.encode("utf-8", "replace")) >= capture_bytes:
+            return None
+        output = trace.stdout
+    kept = []
+    for name, value in trace.variables:
+        try:
+            kept.append((name, plain_json(value)))
+        except (ValueError, RecursionError):  # as above: that variable is not simple, left out
+            continue
+    variables = tuple(kept)
     if output in ("", None) and not variables and call is None:
         return None
     return AlignmentSample(id=sample_id, problem_id=problem_id, program=program, stdin=stdin, call=call,
