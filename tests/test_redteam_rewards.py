@@ -14,6 +14,8 @@ pinned here. Every attack below got through before its fix:
 * a CURE test with a list in its call (``total([1, 2])``, most MBPP / HumanEval tests) made the generated
   tests unhashable: ``CureReward`` raised ``TypeError`` and training stopped; and tests that differ only in
   1 / 1.0 / True were merged into one column of B;
+* a CURE test ``f(0xfff...)`` (hex literals have no digit limit) parsed to an int that cannot be repr'd: the
+  log record built for every test row raised ``ValueError`` and stopped training;
 * the unit-test parser's regular expressions backtracked quadratically: one 30,000-character answer
   (``**Test Input:**```aaaa...`` with no closing fence, or a marker followed by spaces) took 8-12 s of the
   trainer's time;
@@ -140,6 +142,16 @@ def test_cure_reward_takes_tests_with_lists_and_keeps_1_and_true_apart(sb, tmp_p
     assert task["code_raw"] == [1.0, 0.0, 0.5]
     # program 1 returns 1 for [1] (right) and 2 for [True]: two different columns
     assert task["matrix"] == [[True, True, True], [False, True, False], [False, False, False]]
+
+
+def test_a_generated_test_with_an_unprintable_int_is_malformed_not_a_crash():
+    """``f(0xfff...)``: hex literals have no digit limit, so the parsed int (6,000 decimal digits) could not be
+    repr'd: ``GeneratedTest.to_dict`` (CureReward's log record of every test row) raised ValueError."""
+    for text in (f"{I} f(0x{'f' * 5000}) {O} 1", f"{I} f(1) {O} [0x{'f' * 5000}]"):
+        parsed = parse_unit_test(text, function=True, entry_point="f")
+        assert not parsed.valid and parsed.to_dict()["test"] is None
+    big = parse_unit_test(f"{I} f(0x{'f' * 1000}) {O} 1", function=True, entry_point="f")  # 1,204 digits
+    assert big.valid and big.to_dict()["test"]["args"].startswith("(")
 
 
 @pytest.mark.parametrize("text", [

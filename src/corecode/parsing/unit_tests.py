@@ -160,6 +160,7 @@ def parse_unit_test(text: str, *, function: bool, entry_point: str | None = None
         import marshal
 
         marshal.dumps((args, expected))  # what the sandbox sends to its judge: plain values only
+        repr((args, expected))  # and printable (logs): a hex literal can make an int past 4,300 digits
     except ValueError:
         return GeneratedTest(None, "the arguments or the output are not plain values", raw_in, raw_out)
     return GeneratedTest(CallTest(entry_point, args, expected), None, raw_in, raw_out)
