@@ -9,6 +9,8 @@ pinned here. Every attack below got through before its fix:
 * a failing program with ``x = 10 ** 4500`` (its marshal form fits the recorder's 2 KiB, its decimal form
   exceeds Python's 4,300 digits) made ``json.dumps`` of its alignment sample raise ``ValueError``: CodeRL+
   stopped;
+* a variable name with a lone surrogate (``globals()["z\\udcffz"] = 3``, or a forged frame's "name")
+  reached the alignment prompt, which no tokenizer can encode;
 * the alignment reward matched a recorded int with any float within 1e-6 (``12345679.0`` for 12345678: an
   off-by-one scored as right by writing ``.0``), against "ints exactly" of docs/baselines.md;
 * a CURE test with a list in its call (``total([1, 2])``, most MBPP / HumanEval tests) made the generated
@@ -95,6 +97,21 @@ def test_an_int_too_long_for_json_cannot_stop_the_training(sb):
     json.dumps(sample.to_dict())
     call = sb.trace("def f():\n    return 10 ** 4500\n", call="f()")
     assert call.returned and sample_from_trace("i", "p", "prog", "", "f()", call, 2048) is None
+
+
+def test_recorded_variable_names_are_identifiers_a_prompt_can_show(sb):
+    """A module namespace takes any string as a name, and a forged frame any "name": a lone surrogate in the
+    alignment prompt's variable list cannot be encoded (no tokenizer takes it: CodeRL+ stopped)."""
+    from corecode.rewards.alignment import alignment_inputs
+
+    program = ('import sys, marshal\n_emit = sys._getframe(1).f_locals["emit"]\n'
+               '_emit(("trace", "var", "bad\\ud800\\n`injected`", marshal.dumps(1)))\n'
+               '_emit(("trace", "var", "y" * 3000, marshal.dumps(2)))\n'
+               'globals()["z\\udcffz"] = 3\nok = 4\nnaïve = 5\n')
+    trace = sb.trace(program, max_variables=10)
+    assert trace.variables == (("ok", 4), ("naïve", 5))
+    names = alignment_inputs(sample_from_trace("i", "p", program, "", None, trace, 2048))["variable_names"]
+    names.encode("utf-8")
 
 
 # ------------------------------------------------------------------------------------------- CodeRL+: reward

@@ -82,12 +82,19 @@ def run_trace(sandbox: Any, program: str, *, stdin: str = "", call: str | None =
                 call_error = str(frame[1])
             elif frame[0] == "return_unplain":
                 call_error = "unplain"
-            elif frame[0] == "var" and len(frame) == 3:
-                variables.append((str(frame[1]), _decode(frame[2])))
+            elif frame[0] == "var" and len(frame) == 3 and _variable_name(frame[1]):
+                variables.append((frame[1], _decode(frame[2])))
         except ValueError:  # a malformed value (only the program itself could forge one): left out
             continue
     return ProgramTrace(error=error, stdout=str(test.get("stdout", "")), returned=returned, value=value,
                         call_error=call_error, variables=tuple(variables[-max_variables:] if max_variables else ()))
+
+
+def _variable_name(name: Any) -> bool:
+    """A name a prompt can show: an identifier of at most 100 characters. The namespace can hold any string
+    (``globals()["z\\udcffz"] = 3``, or a forged frame's "name" with newlines): a lone surrogate in a
+    prompt cannot be encoded as UTF-8, so no tokenizer takes it, and CodeRL+ stopped."""
+    return type(name) is str and len(name) <= 100 and name.isidentifier() and not name.startswith("_")
 
 
 def _decode(text: Any) -> Any:
