@@ -21,6 +21,8 @@ pinned here. Every attack below got through before its fix:
 * the unit-test parser's regular expressions backtracked quadratically: one 30,000-character answer
   (``**Test Input:**```aaaa...`` with no closing fence, or a marker followed by spaces) took 8-12 s of the
   trainer's time;
+* the page cache: a right program read chosen pages of a big library, a later job (any worker) asked
+  "cached?" page by page with ``preadv2(RWF_NOWAIT)`` and got its 12-bit answer back, 12 of 12 bits;
 * kernel keyrings: every case and every job runs as the one job uid, whose user keyring the kernel keeps
   across cases, jobs, workers and harnesses. A case stored its answer with ``add_key`` and the next cases
   of the same program printed it (passing cases it fails alone); a right program stored its outputs and a
@@ -237,7 +239,52 @@ def test_no_case_or_job_can_leave_an_answer_in_a_kernel_keyring(sb):
     copycat = keys + "i = input()\nprint(_load(_tag + i) or 0)\n"
     assert sb.run(right, problem).passed
     assert not sb.run(copycat, problem).passed
-    assert sb.isolation.get("keyring_blocked") is True
+    assert sb.isolation.get("syscall_filter") is True
+
+
+PAGE_CACHE = """
+import glob, os, sys
+libraries = sorted(glob.glob(sys.prefix + "/lib/**/*.so*", recursive=True), key=os.path.getsize)
+fd = os.open(libraries[-1], os.O_RDONLY)
+mode, base, value = sys.stdin.read().split()
+base, value, spacing = int(base), int(value), 256 * 1024
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no readahead: one page per bit
+if mode == "write":
+    os.posix_fadvise(fd, base, 12 * spacing, os.POSIX_FADV_DONTNEED)
+    for bit in range(12):
+        if value >> bit & 1:
+            os.pread(fd, 1, base + bit * spacing)
+    print("wrote")
+else:
+    got = 0
+    for bit in range(12):
+        try:
+            os.preadv(fd, [bytearray(1)], base + bit * spacing, os.RWF_NOWAIT)  # EAGAIN: not cached
+            got |= 1 << bit
+        except BlockingIOError:
+            pass
+    print(got)
+"""
+
+
+def test_no_job_can_read_what_another_left_in_the_page_cache(sb):
+    """A right program reads chosen pages of a big library (one page per bit of its answer); a later job
+    asks, page by page, "cached?" with RWF_NOWAIT (EAGAIN if not) and reads the answer back: 12 of 12 bits
+    right, on any worker, before the filter refused RWF_NOWAIT (and io_uring, cachestat)."""
+    import glob
+    import os
+    import random
+    import sys
+
+    libraries = sorted(glob.glob(sys.prefix + "/lib/**/*.so*", recursive=True), key=os.path.getsize)
+    if not libraries or os.path.getsize(libraries[-1]) < 16 * 256 * 1024:
+        pytest.skip("no library big enough to hold 12 bits")
+    size = os.path.getsize(libraries[-1])
+    base = random.randrange(0, (size - 13 * 256 * 1024) // 4096) * 4096
+    value = random.randrange(1, 1 << 12)
+    sb.execute(PAGE_CACHE, [StdioTest(f"write {base} {value}\n", "")])
+    reader = sb.execute(PAGE_CACHE, [StdioTest(f"read {base} 0\n", "")]).tests[0]
+    assert reader.status is Status.RUNTIME_ERROR and "PermissionError" in (reader.exception or ""), reader
 
 
 # ------------------------------------------------------------------------------------------- open: pid numbers

@@ -58,32 +58,45 @@ def prctl(option: int, arg: int) -> None:
     _check(_libc.prctl(option, arg, 0, 0, 0), "prctl")
 
 
-# Kernel keyrings (add_key, request_key, keyctl) are not namespaced by anything a job gets as root: every
-# job and every case runs as job_uid, which has ONE user keyring in the kernel, outliving jobs, workers and
-# harnesses. A case could leave its answer there for the next case, and a program that passed could leave
-# its outputs for a wrong program of another job to print (the red team's copycat passed that way). No
-# benchmark program uses keys: the worker makes them fail with EPERM for itself and every descendant (a
-# seccomp filter, inherited over fork), native syscall numbers only; any other ABI (x32, i386 on x86_64,
-# arm32 on arm64) is refused outright, so no other syscall number reaches the same code.
-_KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+# A seccomp filter the worker installs in itself (inherited over fork by every job process), for what the
+# namespaces leave shared between cases and jobs:
+# * kernel keyrings (add_key, request_key, keyctl): every job and every case runs as job_uid, which has ONE
+#   user keyring in the kernel, outliving jobs, workers and harnesses. A case left its answer there for the
+#   next case, and a right program its outputs for a wrong program of another job (the red team's copycat);
+# * page-cache probes that answer without timing: preadv2 / pwritev2 with RWF_NOWAIT (EAGAIN when a page is
+#   not cached, so a program that read chosen pages of a big library left bits that any later job on the
+#   machine read back: 12 of 12 right), io_uring (the same in its own queue), cachestat.
+# They fail with EPERM; no benchmark program uses them. Native syscall numbers only; any other ABI (x32,
+# i386 on x86_64, arm32 on arm64) is refused outright, so no other number reaches the same code. Timing
+# reads (a cached page is faster) stays open, as every timing channel (docs/sandbox.md).
+_FILTERED = {  # arch: (AUDIT_ARCH, refused syscalls, syscalls refused with RWF_NOWAIT in their flags)
+    "x86_64": (0xC000003E, (248, 249, 250, 425, 426, 427, 451), (327, 328)),
+    "aarch64": (0xC00000B7, (217, 218, 219, 425, 426, 427, 451), (286, 287)),
+}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+RWF_NOWAIT = 0x8
 
 
-def block_key_syscalls() -> bool:
+def install_syscall_filter() -> bool:
     """Install the filter above in this process (inherited by every child); False where it cannot be."""
     import platform
 
-    found = _KEY_SYSCALLS.get(platform.machine())
+    found = _FILTERED.get(platform.machine())
     if found is None:
         return False
-    arch, numbers = found
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    arch, refused, nowait = found
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    n = len(numbers)
-    # 0: A = arch; 1: foreign ABI -> deny; 2: A = nr; 3: x32 (nr >= 2**30) -> deny; then each key syscall -> deny
-    code = [(ld, 0, 0, 4), (jeq, 0, n + 3, arch), (ld, 0, 0, 0), (jge, n + 1, 0, 0x40000000)]
-    code += [(jeq, n - i, 0, nr) for i, nr in enumerate(numbers)]
-    code += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    # (op, jt label, jf label, k); labels are resolved to relative jumps below
+    code: list[tuple[int, object, object, int]] = [(ld, 0, 0, 4), (jeq, None, "deny", arch), (ld, 0, 0, 0),
+                                                  (jge, "deny", None, 0x40000000)]
+    code += [(jeq, "deny", None, nr) for nr in refused]
+    code += [(jeq, "flags", None, nr) for nr in nowait]
+    code += [(ret, 0, 0, allow)]
+    labels = {"flags": len(code)}
+    code += [(ld, 0, 0, 16 + 5 * 8), (jset, "deny", None, RWF_NOWAIT), (ret, 0, 0, allow)]  # args[5], low word
+    labels["deny"] = len(code)
+    code += [(ret, 0, 0, deny)]
 
     class Filter(ctypes.Structure):
         _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
@@ -91,8 +104,12 @@ def block_key_syscalls() -> bool:
     class Program(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
 
-    table = (Filter * len(code))(*[Filter(*op) for op in code])
-    prog = Program(len(code), table)
+    def jump(at: int, target: object) -> int:
+        return 0 if target is None or type(target) is int else labels[target] - at - 1  # type: ignore[index]
+
+    ops = [Filter(op, jump(i, jt), jump(i, jf), k) for i, (op, jt, jf, k) in enumerate(code)]
+    table = (Filter * len(ops))(*ops)
+    prog = Program(len(ops), table)
     install = ctypes.CDLL(None, use_errno=True).prctl
     install.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
     return install(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) == 0

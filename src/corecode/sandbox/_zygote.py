@@ -85,8 +85,8 @@ class Worker:
         info["pid_namespace"] = setup["isolate"] and self._enter_pid_namespace(info)
         info["pids_cgroup"] = bool(setup.get("cgroup"))
         info["job_cgroup"] = bool(meter_fds)
-        # no kernel keyrings for any job process: the one keyring of job_uid outlives every case and job
-        info["keyring_blocked"] = bool(setup["isolate"]) and iso.block_key_syscalls()
+        # no kernel keyrings and no page-cache probes for any job process (_isolation: what they carried)
+        info["syscall_filter"] = bool(setup["isolate"]) and iso.install_syscall_filter()
         self.meter = _run.Meter(meter_fds)
         self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
         self.leader_out = _run._memfd("leader-out")  # a job leader's whole answer, sent on after its exit
