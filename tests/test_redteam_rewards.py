@@ -30,8 +30,8 @@ pinned here. Every attack below got through before its fix:
   wrong program of a LATER job printed them and passed (a copycat across samples).
 
 Open (strict xfail, each with the fix it needs in its reason): the cgroup CPU counter, the scratch tmpfs's
-inode numbers and the System V id sequence from case to case (the first two also job to job), and the page
-cache through fault counters from job to job.
+inode numbers, the System V id sequence and the host's fork count in /proc/stat from case to case (all but
+the System V ids also job to job), and the page cache through fault counters from job to job.
 """
 
 from __future__ import annotations
@@ -372,7 +372,7 @@ def test_the_cgroup_cpu_counter_carries_no_answer_from_case_to_case(sb):
         pytest.skip("no job cgroup")
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(6))
     result = sb.execute(CPU_CHANNEL, same)
-    assert [t.status for t in result.tests] == [Status.WRONG_ANSWER] * 6
+    assert [t.passed for t in result.tests] == [False] * 6
 
 
 # ------------------------------------------------------------------------------------------- open: page cache
@@ -440,7 +440,7 @@ while inode() % 128 != 8 * (a + b):  # make files until the counter encodes this
 def test_inode_numbers_carry_no_answer_from_case_to_case(sb):
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
     result = sb.execute(INODE_CHANNEL, same)
-    assert [t.status for t in result.tests] == [Status.WRONG_ANSWER] * 5
+    assert [t.passed for t in result.tests] == [False] * 5
 
 
 # ------------------------------------------------------------------------------------------- open: System V ids
@@ -468,4 +468,35 @@ while sem() % 16 != a + b:  # make and remove sets until the sequence encodes th
 def test_system_v_ids_carry_no_answer_from_case_to_case(sb):
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
     result = sb.execute(IPC_ID_CHANNEL, same)
-    assert [t.status for t in result.tests] == [Status.WRONG_ANSWER] * 5
+    assert [t.passed for t in result.tests] == [False] * 5
+
+
+# ------------------------------------------------------------------------------------------- open: host counters
+FORK_COUNT_CHANNEL = """
+import os
+def forks():  # every fork on the machine since boot: /proc/stat is the host's, in any PID namespace
+    for line in open("/proc/stat"):
+        if line.startswith("processes "):
+            return int(line.split()[1])
+STEP = 16
+print((forks() % (16 * STEP)) // STEP)  # what the last case (or the last job, on any worker) left
+a, b = map(int, input().split())
+while (forks() % (16 * STEP)) // STEP != a + b or forks() % STEP:  # fork until the count encodes the answer
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: host-wide counters in /proc are not namespaced: /proc/stat's 'processes' (forks since boot) "
+    "carries a case's answer to the next case and to the next job on any worker (a case forks until the "
+    "count encodes it; the few forks between two cases are steady): cases 2-6 pass here, and the first "
+    "case of a second job too. /proc/vmstat, /proc/meminfo, /proc/interrupts and the like are noisier "
+    "versions. A fix: mount the jobs' /proc with subset=pid (and hidepid=invisible; Linux >= 5.8), keeping "
+    "what the sandbox itself needs from /proc/sys open from before, or bind empty files over those counters"))
+def test_host_counters_carry_no_answer_from_case_to_case(sb):
+    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(6))
+    result = sb.execute(FORK_COUNT_CHANNEL, same)
+    assert [t.passed for t in result.tests] == [False] * 6
