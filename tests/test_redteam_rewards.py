@@ -306,7 +306,7 @@ def test_no_job_can_read_what_another_left_in_the_page_cache(sb):
     assert reader.status is Status.RUNTIME_ERROR and "PermissionError" in (reader.exception or ""), reader
 
 
-# ------------------------------------------------------------------------------------------- open: pid numbers
+# ------------------------------------------------------------------------------------------- pid numbers
 PID_CHANNEL = """
 import os
 me, parent = os.getpid(), os.getppid()
@@ -327,13 +327,6 @@ while True:  # leave the answer for the next case: the last pid used is the answ
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: the pid counter of the worker's PID namespace carries ~6 bits from a case to the next case of "
-    "the same program (and from job to job): a case forks until the last pid it used encodes its answer, "
-    "the next case decodes it from its own pid; cases 2-5 pass here while each fails alone. A fix: the "
-    "template writes a fixed value to /proc/sys/kernel/ns_last_pid (root, own PID namespace: works here) "
-    "before each case fork, and the leader before each program child, so every case gets the same pid; "
-    "cgroup counters (cpuacct.usage) and the template's cutime in /proc/<pid>/stat remain slower channels"))
 def test_the_pid_counter_carries_no_answer_from_case_to_case(sb):
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
     result = sb.execute(PID_CHANNEL, same)

@@ -82,6 +82,59 @@ def test_files_do_not_reach_the_next_case(sb):
         """)
 
 
+def test_the_job_dir_itself_carries_nothing(sb):
+    # The case owns its job dir: its mode, times and extended attributes (tmpfs keeps user.* ones) would
+    # carry an answer if the directory outlived the case. So would the scratch dir above it, where a case
+    # may write (without root).
+    assert_every_case_fails(sb, """
+        import os
+        found = None
+        for place in (os.getcwd(), os.path.dirname(os.getcwd())):
+            try:
+                found = found or os.getxattr(place, "user.carry").decode()
+            except OSError:
+                pass
+            st = os.stat(place)
+            if found is None and int(st.st_mtime) == 5:
+                found = "5"
+            if found is None and st.st_mode & 0o777 == 0o705:
+                found = "5"
+        if found is None:
+            a, b = map(int, input().split())
+            for place in (os.getcwd(), os.path.dirname(os.getcwd())):
+                for attempt in (lambda: os.setxattr(place, "user.carry", str(a + b).encode()),
+                                lambda: os.utime(place, (5, 5)), lambda: os.chmod(place, 0o705)):
+                    try:
+                        attempt()
+                    except OSError:
+                        pass
+            print("first")
+        else:
+            print(found)
+        """)
+
+
+def test_pid_numbers_are_the_same_for_every_case_and_job(sb):
+    # pids are visible to a program; if a case's pid depended on how many processes the cases (or jobs)
+    # before it forked, the pid counter would carry an answer (tests/test_redteam_rewards.py).
+    program = textwrap.dedent("""
+        import os
+        n = int(input())
+        print(os.getpid(), os.getppid())
+        for _ in range(n):  # move the counter on by n
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        """)
+    seen = set()
+    for _ in range(2):
+        result = sb.execute(program, [StdioTest(f"{n}\n", "") for n in (0, 7, 23, 1, 40)])
+        seen |= {t.stdout for t in result.tests}
+    assert len(seen) == 1, seen
+    assert_clean(sb)
+
+
 IPC = """
     import ctypes, ctypes.util, os
     libc = ctypes.CDLL(None, use_errno=True)

@@ -64,6 +64,16 @@ SCRIPT = textwrap.dedent("""
                  "    ctypes.memmove(libc.shmat(libc.shmget(0x15CA5E, 4096, 0o1666), None, 0), b'5', 1)\\n"
                  "    print('first')\\n")
         out["carry"] = [t.status.value for t in sb.execute(carry, [StdioTest("", "5")] * 4).tests]
+        # metadata of the job dir and of the scratch dir, which a job owns without root
+        meta = ("import os\\nplaces = [os.getcwd(), os.path.dirname(os.getcwd())]\\nfound = None\\n"
+                "for p in places:\\n    try: found = found or os.getxattr(p, 'user.carry').decode()\\n"
+                "    except OSError: pass\\n"
+                "    if found is None and int(os.stat(p).st_mtime) == 5: found = '5'\\n"
+                "if found: print(found)\\nelse:\\n    for p in places:\\n"
+                "        try: os.setxattr(p, 'user.carry', b'5')\\n        except OSError: pass\\n"
+                "        os.utime(p, (5, 5))\\n    print('first')\\n")
+        out["meta"] = [t.status.value for t in sb.execute(meta, [StdioTest("", "5")] * 3).tests]
+        out["meta_jobs"] = [sb.execute(meta, [StdioTest("", "5")]).status.value for _ in range(3)]
     print(json.dumps(out))
 """)
 
@@ -105,6 +115,7 @@ def test_unprivileged_user_gets_the_same_protections(tmp_path):
     assert out["cases"][0] == out["cases"][2] == out["cases"][4] == out["cases"][5] == "passed", out["cases"]
     assert out["cases"][1] == "runtime_error" and out["cases"][3] == "timeout", out["cases"]
     assert out["carry"] == ["wrong_answer"] * 4, out["carry"]
+    assert out["meta"] == ["wrong_answer"] * 3 and out["meta_jobs"] == ["wrong_answer"] * 3, out
     assert _sleepers() <= before, "a `sleep 987654` started by a job survived"
 
 

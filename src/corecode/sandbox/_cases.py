@@ -48,7 +48,8 @@ GO = struct.Struct("<d16s")  # leader -> template: the case's CPU limit, the res
 DONE = struct.Struct("<idq")  # template -> leader: wait status, CPU seconds (rusage), peak RSS (KiB)
 SOCK_FD, NULL_FD = 4, 5  # the template's socket and /dev/null; fds 0-3 are the current case's (or /dev/null)
 IPC_FDS = (6, 7, 8)  # /proc/sysvipc/{shm,sem,msg} of the template's IPC namespace (root mode)
-LAST_FD = 8
+LAST_PID_FD = 9  # /proc/sys/kernel/ns_last_pid of the worker's PID namespace, where it can be written
+LAST_FD = 9
 
 # A fork without Python's at-fork machinery (it reseeds `random`, re-creates `threading`'s locks and runs
 # other modules' hooks: about half the cost of a fork here, mostly copy-on-write faults in both
@@ -212,12 +213,10 @@ class Template:
         oom = meter.oom()
         peak = meter.peak()
         output = _run._read_job_file(ctx, files[1], limits["output"]) if files[1] else None
-        # Every job process but the template, and the job dir and the scratch tmpfs. With the job cgroups
-        # (which every case is born in and cannot leave) an empty cgroup means there is nothing to kill.
-        if meter.cgroup and all(p in meter.spare for p in meter.pids()):
-            ctx["wipe"]()
-        else:
-            ctx["sweep"]()
+        # Every job process but the template (found by a walk of /proc: cgroup v1's cgroup.procs, read
+        # again on an open descriptor, repeats a cached list for up to a second), then the job dir (made
+        # anew) and the scratch tmpfs.
+        ctx["sweep"]()
         frames = _run.Frames(nonce, limits["output"])
         frames.feed(_run._read_capped(fds[3], limits["output"] + 1))
         status, cpu, maxrss = done if done is not None else (signal.SIGKILL, 0.0, 0)
@@ -306,6 +305,11 @@ def _template_main(sock_fd: int, ctx: dict, public: dict) -> None:
         iso.unshare(iso.CLONE_NEWIPC)
         for target, name in zip(IPC_FDS, ("shm", "sem", "msg")):
             _move(os.open(f"/proc/sysvipc/{name}", os.O_RDONLY), target)  # bound to this namespace when opened
+    if ctx.get("pid_namespace"):  # the worker's own: every case gets the pid after ours, so the pid
+        try:                       # counter carries nothing from one case to the next
+            _move(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY), LAST_PID_FD)
+        except OSError:
+            pass
     for name, value in ((resource.RLIMIT_AS, vm_size + limits["memory"]),
                         (resource.RLIMIT_CPU, own_cpu),  # the template's own; each case sets its own
                         (resource.RLIMIT_FSIZE, limits["output"]),
@@ -349,7 +353,13 @@ def _serve_cases(sock, code, ctx: dict) -> None:
     ipc = bool(ctx.get("ipc_namespace"))
     own_ipc = ipc and not user_ns
     empty = [_len(pread(fd, 1 << 16, 0)) for fd in IPC_FDS] if own_ipc else []
-    run = _case_runner(code, user_ns, uid_drop, job_uid, ipc)
+    pwrite, last_pid = os.pwrite, str(os.getpid()).encode()  # our pid in the worker's PID namespace
+    try:
+        os.fstat(LAST_PID_FD)
+        set_pids = True
+    except OSError:
+        set_pids = False
+    run = _case_runner(code, user_ns, uid_drop, job_uid, ipc, ctx["jobdir"])
     while True:
         try:
             message, ancillary, _, _ = recvmsg(64, cmsg_space)
@@ -370,6 +380,11 @@ def _serve_cases(sock, code, ctx: dict) -> None:
             unshare(new_ipc)
             for target, name in zip(IPC_FDS, ("shm", "sem", "msg")):
                 _move(os.open(f"/proc/sysvipc/{name}", os.O_RDONLY), target)
+        if set_pids:  # (all processes of the last case are gone and reaped by now)
+            try:
+                pwrite(LAST_PID_FD, last_pid, 0)
+            except OSError:
+                pass
         pid = fork()
         if pid == 0:
             run(cpu, nonce)
@@ -380,12 +395,13 @@ def _serve_cases(sock, code, ctx: dict) -> None:
         send(pack(status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
 
 
-def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool):
+def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, ctx_jobdir: str):
     """run(cpu, nonce), for a case child: its own session, the job's uid, its CPU limit, then the program as
     ``__main__`` (as ``_jobchild.run_stdio_program``, on the streams the template made). Everything it
     uses is bound here, in the template: a case child touches (and so copies) as few pages as it can."""
     closerange, setsid, setresuid, prctl, setrlimit, exit_now = (os.closerange, os.setsid, os.setresuid, iso.prctl,
                                                                  resource.setrlimit, os._exit)
+    chdir, jobdir = os.chdir, ctx_jobdir
     dumpable, pdeathsig, rlimit_cpu, ceil, sigkill = iso.PR_SET_DUMPABLE, iso.PR_SET_PDEATHSIG, resource.RLIMIT_CPU, math.ceil, signal.SIGKILL
     drop = iso.drop_to_job_user
     emitter, exc_name, short_tb, flush, print_exc = jc._emitter, jc.exception_name, jc._short_tb, jc._flush, traceback.print_exc
@@ -394,6 +410,7 @@ def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool):
     def run(cpu: float, nonce: bytes) -> None:
         try:
             closerange(SOCK_FD, LAST_FD + 1)
+            chdir(jobdir)  # by path: the job dir is made anew after every case
             setsid()
             if user_ns:
                 drop(job_uid, True, ipc=ipc)  # a nested user namespace (and IPC namespace) of its own

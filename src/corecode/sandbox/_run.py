@@ -156,8 +156,18 @@ class Meter:
     def pids(self) -> list[int]:
         """The job's processes: every descendant of the worker outside the judge's subtree."""
         if self.cgroup:
+            # Opened afresh each time: cgroup v1 serves a cgroup.procs read again on an open descriptor
+            # from the pid list it cached at the first read (for as long as it is read within a second),
+            # so helpers forked since would be missed and dead pids listed.
             try:
-                return [int(p) for p in self._read("procs").split()]
+                fd = os.open(f"/proc/self/fd/{self.fds['procs']}", os.O_RDONLY)
+                try:
+                    chunks = []
+                    while chunk := os.read(fd, 1 << 16):
+                        chunks.append(chunk)
+                finally:
+                    os.close(fd)
+                return [int(p) for p in b"".join(chunks).split()]
             except (OSError, ValueError):
                 return []
         return list(self._descendants())

@@ -91,6 +91,13 @@ class Worker:
         self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
         self.leader_out = _run._memfd("leader-out")  # a job leader's whole answer, sent on after its exit
         self.judge = _run.JudgeProcess()  # forked when the first job needs it
+        # The pid counter of our PID namespace, set back before every job (see lead_next).
+        self.last_pid_fd = -1
+        if info["pid_namespace"]:
+            try:
+                self.last_pid_fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY)
+            except OSError:
+                pass
         iso.prctl(iso.PR_SET_DUMPABLE, 0)  # same uid as jobs without root: they must not ptrace or read us
         # Jobs drop root only inside the isolated filesystem, where the interpreter is reachable for them.
         info["uid_drop"] = self.as_root and bool(info.get("readonly_fs"))
@@ -136,7 +143,8 @@ class Worker:
                 "judge_uid": self.setup.get("judge_uid", self.setup["job_uid"]),
                 "user_namespace": self.info.get("user_namespace", False), "uid_drop": self.info["uid_drop"],
                 "ipc_namespace": self.info.get("ipc_namespace", False), "meter": self.meter,
-                "sweep": self._sweep, "wipe": self._wipe}
+                "pid_namespace": self.info.get("pid_namespace", False),
+                "sweep": self._sweep}
 
     def _sweep(self) -> None:
         """Between children: nothing of the last one may survive, and the next starts on an empty tmpfs."""
@@ -155,12 +163,6 @@ class Worker:
                 self._reap_nowait()
         self._wipe_files()
 
-    def _wipe(self) -> None:
-        """``_sweep`` when the caller knows no job process is left (``_cases``: the job cgroup is empty but
-        for the case template): reap what exited, empty the job dir and the scratch tmpfs."""
-        self._reap_nowait()
-        self._wipe_files()
-
     def _wipe_files(self) -> None:
         # The job dir's contents, and anything else on the scratch tmpfs (without root, jobs own the
         # scratch dir too): nothing written by one child is there for the next.
@@ -171,6 +173,19 @@ class Worker:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.unlink(path)
+        # The job dir itself is made anew: a child owns it and could leave bits in its own metadata (mode,
+        # times, extended attributes, which tmpfs keeps) for the next child of the job (the next stdin/
+        # stdout case, the next measured run). Children enter it by path. (A process whose cwd the old
+        # one was, a case template, keeps a deleted directory it does not use.)
+        try:
+            os.rmdir(self.jobdir)
+        except OSError:  # something in it could not be removed: leave it as it was
+            return
+        os.mkdir(self.jobdir, 0o700)
+        if self.info["uid_drop"]:
+            os.chown(self.jobdir, self.setup["job_uid"], self.setup["job_uid"])
+        if not self.as_root:  # the scratch dir: jobs own it too without root; its metadata back to the start
+            _reset_metadata(self.scratch)
 
     def _reap_nowait(self) -> None:
         while True:
@@ -212,6 +227,7 @@ class Worker:
         """
         select.select([self.ctl_in], [], [])  # a job (or EOF) is there: wait without reading any of it
         self._reap_nowait()  # a judge that died since, orphans of the last leader
+        self._reset_pids()
         judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
                  "reply_fd": self.reply_fd, "process": self.judge}
         # The judge is forked from the clean worker (never from a leader), so it outlives jobs.
@@ -220,6 +236,7 @@ class Worker:
                             "uid_drop": self.info["uid_drop"],
                             "user_namespace": self.info.get("user_namespace", False), "meter": self.meter}, judge)
         self.judge.seq += 1  # the leader adds one more: every job's sequence number is new to the judge
+        self._reset_pids()
         exit_now = os._exit
         pid = os.fork()
         if pid == 0:
@@ -256,6 +273,15 @@ class Worker:
             os._exit(3)
         self._reap_nowait()
         return code
+
+    def _reset_pids(self) -> None:
+        """Every job's processes get the same pids whatever the jobs before it did: the pid counter of our
+        namespace (pid numbers are visible to jobs) carries nothing from one job to the next."""
+        if self.last_pid_fd >= 0:
+            try:
+                os.pwrite(self.last_pid_fd, b"1", 0)
+            except OSError:
+                pass
 
     def _lead(self) -> int:
         """In the job leader: one job, from reading it to its reply; the exit code for ``lead_next``."""
@@ -300,6 +326,23 @@ def _open_job_cgroups(paths: dict) -> dict:
                          os.open(os.path.join(mem, "cgroup.procs"), os.O_WRONLY)]}
     except OSError:
         return {}
+
+
+def _reset_metadata(path: str) -> None:
+    """Mode, times and extended attributes (user ones, ACLs) of a directory a job could change."""
+    try:
+        for name in os.listxattr(path):
+            try:
+                os.removexattr(path, name)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    try:
+        os.chmod(path, 0o755)
+        os.utime(path, (0, 0))
+    except OSError:
+        pass
 
 
 def _reap(block: bool) -> None:
