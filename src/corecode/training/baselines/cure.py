@@ -28,7 +28,6 @@ metrics.jsonl, validation.jsonl (pass@1 of the policy as coder), curves.png.
 from __future__ import annotations
 
 import dataclasses
-import marshal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -147,12 +146,12 @@ class _Task:
     test_rows: list[int] = field(default_factory=list)
 
 
-def _test_key(test: TestCase) -> bytes:
+def _test_key(test: TestCase) -> str:
     """Which generated tests are the same test. Not the TestCase itself: a CallTest holding a list (an
     argument or the expected value, as most function tests do) is unhashable, and == would also merge
-    tests that differ only in 1 / 1.0 / True. The values are plain (the parser checked that marshal takes
-    them)."""
-    return marshal.dumps((type(test).__name__,) + tuple(getattr(test, f.name) for f in dataclasses.fields(test)))
+    tests that differ only in 1 / 1.0 / True (a program can tell them apart). The repr of the fields tells
+    them apart and is the same every time for one test (the parser checked that the values have one)."""
+    return repr((type(test).__name__,) + tuple(getattr(test, f.name) for f in dataclasses.fields(test)))
 
 
 def _passes(result: Any) -> list[bool] | None:
