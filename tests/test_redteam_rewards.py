@@ -30,8 +30,9 @@ pinned here. Every attack below got through before its fix:
   wrong program of a LATER job printed them and passed (a copycat across samples).
 
 Open (strict xfail, each with the fix it needs in its reason): the cgroup CPU counter, the scratch tmpfs's
-inode numbers, the System V id sequence and the host's fork count in /proc/stat from case to case (all but
-the System V ids also job to job), and the page cache through fault counters from job to job.
+inode numbers and the host's fork count in /proc/stat from case to case (all also job to job), and the page
+cache through fault counters from job to job. Closed since: the pid counter and the System V id sequence
+(the case template sets the pid counter before each case and gives each case its own IPC namespace).
 """
 
 from __future__ import annotations
@@ -436,7 +437,7 @@ def test_inode_numbers_carry_no_answer_from_case_to_case(sb):
     assert [t.passed for t in result.tests] == [False] * 5
 
 
-# ------------------------------------------------------------------------------------------- open: System V ids
+# ------------------------------------------------------------------------------------------- System V ids
 IPC_ID_CHANNEL = """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -451,13 +452,6 @@ while sem() % 16 != a + b:  # make and remove sets until the sequence encodes th
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: the cases of a program share their template's IPC namespace, which the template replaces only "
-    "when the last case LEFT a System V object; a case that makes and removes objects leaves none, but the "
-    "namespace's id sequence has moved on, and the next case reads it from the id of an object it makes: "
-    "cases 2-5 pass here while each fails alone. A fix: before each case fork the template writes fixed "
-    "values to /proc/sys/kernel/{shm,sem,msg}_next_id (per IPC namespace, root), or takes a new namespace "
-    "whenever a case made any object"))
 def test_system_v_ids_carry_no_answer_from_case_to_case(sb):
     if os.getuid() != 0:
         pytest.skip("without root every case has an IPC namespace of its own")

@@ -188,8 +188,7 @@ IPC = """
 
 
 def test_ipc_objects_do_not_reach_the_next_case(sb):
-    # The cases of one program share their template's IPC namespace (as root): an object a case leaves
-    # there must not be there for the next case, and POSIX queues cannot be made there at all.
+    # Every case has an IPC namespace of its own: an object a case leaves must not be there for the next.
     assert_every_case_fails(sb, IPC + """
     found = shm_fetch() or msg_fetch() or mq_fetch() or (sem_fetch() if sem_fetch() not in (None, "0") else None)
     if found is None:
@@ -205,7 +204,7 @@ def test_ipc_objects_do_not_reach_the_next_case(sb):
 
 
 def test_a_posix_queue_does_not_reach_the_next_case(sb):
-    # A POSIX message queue is not listed where the System V objects are: none can be made at all.
+    # A POSIX message queue lives in the IPC namespace too.
     assert_every_case_fails(sb, IPC + """
     found = mq_fetch()
     if found is None:
@@ -218,7 +217,7 @@ def test_a_posix_queue_does_not_reach_the_next_case(sb):
 
 
 def test_ipc_still_works_inside_one_case(sb):
-    # The namespace is emptied between cases, not taken away: a program may use System V IPC itself.
+    # A program may use System V IPC itself, within a case.
     program = textwrap.dedent(IPC + """
     a, b = map(int, input().split())
     shm_stash(str(a + b).encode())

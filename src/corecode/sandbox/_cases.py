@@ -4,19 +4,18 @@ Runs in the job leader (``_run.run_job``); standard library only, loaded by the 
 
 The leader forks one template per program. The template does, once, what every case child used to do on
 its own: ``setsid``, membership of the job's cgroups, the job dir as cwd, the fixed environment, the
-rlimits other than CPU, the job's groups (as root), an IPC namespace (as root), compiling the program and
-making the standard streams; it never runs program code. Then, per case, the leader sends it four fresh
+rlimits other than CPU, the job's groups (as root), compiling the program and making the standard
+streams; it never runs program code. Then, per case, the leader sends it four fresh
 descriptors (stdin with the case's input, stdout, stderr, the result channel) and the case's CPU limit; the
-template puts them on fds 0-3 and forks the *case child*, which takes a session of its own, drops to the
-job's uid (without root: enters a nested user and IPC namespace), sets its CPU limit and runs the code as
-``__main__``. The template reaps it and tells the leader how it ended (wait status, CPU, peak RSS).
+template puts them on fds 0-3, enters a fresh IPC namespace (as root) and forks the *case child*, which
+takes a session of its own, drops to the job's uid (without root: enters a nested user and IPC
+namespace), sets its CPU limit and runs the code as ``__main__``. The template reaps it and tells the leader how it ended (wait status, CPU, peak RSS).
 
 The leader watches each case as before (CPU of the job's cgroup, wall time, output size, OOM kills), kills
 the case at its limits, and after every case kills every job process but the template and wipes the job
-dir and the scratch tmpfs. So every case starts from the template's memory (which no program code ever
-touched: a fork is one-way), with no process, file or IPC object of an earlier case (the template gives
-the next case a fresh IPC namespace when the last one left a System V object; POSIX queues cannot be
-made); what cases of one program share is what the template set up before any of them ran. A case that
+dir (made anew) and the scratch tmpfs. So every case starts from the template's memory (which no program
+code ever touched: a fork is one-way), with no process, file or IPC object of an earlier case, and the
+same pid; what cases of one program share is what the template set up before any of them ran. A case that
 kills or stops the template (possible only without root, when they share a uid) fails itself; the leader
 starts a new template for the remaining cases. docs/sandbox.md says what this gives up and why no verdict
 can depend on it; tests/test_sandbox_cases.py tries to carry answers from case to case.
@@ -47,9 +46,8 @@ import _run
 GO = struct.Struct("<d16s")  # leader -> template: the case's CPU limit, the result frames' nonce
 DONE = struct.Struct("<idq")  # template -> leader: wait status, CPU seconds (rusage), peak RSS (KiB)
 SOCK_FD, NULL_FD = 4, 5  # the template's socket and /dev/null; fds 0-3 are the current case's (or /dev/null)
-IPC_FDS = (6, 7, 8)  # /proc/sysvipc/{shm,sem,msg} of the template's IPC namespace (root mode)
-LAST_PID_FD = 9  # /proc/sys/kernel/ns_last_pid of the worker's PID namespace, where it can be written
-LAST_FD = 9
+LAST_PID_FD = 6  # /proc/sys/kernel/ns_last_pid of the worker's PID namespace, where it can be written
+LAST_FD = 6
 
 # A fork without Python's at-fork machinery (it reseeds `random`, re-creates `threading`'s locks and runs
 # other modules' hooks: about half the cost of a fork here, mostly copy-on-write faults in both
@@ -300,11 +298,6 @@ def _template_main(sock_fd: int, ctx: dict, public: dict) -> None:
     with open("/proc/self/statm", "rb") as f:
         vm_size = int(f.read().split()[0]) * _run.PAGE
     own_cpu = max(1, math.ceil(limits["load_cpu"] + sum(limits["cpu"]))) + 5
-    own_ipc = bool(ctx.get("ipc_namespace")) and not ctx["user_namespace"]
-    if own_ipc:  # one IPC namespace for the program's cases, emptied before each (see _serve_cases)
-        iso.unshare(iso.CLONE_NEWIPC)
-        for target, name in zip(IPC_FDS, ("shm", "sem", "msg")):
-            _move(os.open(f"/proc/sysvipc/{name}", os.O_RDONLY), target)  # bound to this namespace when opened
     if ctx.get("pid_namespace"):  # the worker's own: every case gets the pid after ours, so the pid
         try:                       # counter carries nothing from one case to the next
             _move(os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY), LAST_PID_FD)
@@ -315,9 +308,7 @@ def _template_main(sock_fd: int, ctx: dict, public: dict) -> None:
                         (resource.RLIMIT_FSIZE, limits["output"]),
                         (resource.RLIMIT_NOFILE, limits["nofile"]),
                         (resource.RLIMIT_CORE, 0),
-                        (resource.RLIMIT_NPROC, limits["nproc"])) + (
-                        # no POSIX message queue can be made: they would outlive a case in the namespace
-                        ((resource.RLIMIT_MSGQUEUE, 0),) if own_ipc else ()):
+                        (resource.RLIMIT_NPROC, limits["nproc"])):
         resource.setrlimit(name, (value, value))
     if ctx["uid_drop"]:  # the groups now; the uid only in each case child (we keep forking as root)
         os.setgroups([])
@@ -347,12 +338,11 @@ def _move(fd: int, target: int) -> None:
 
 def _serve_cases(sock, code, ctx: dict) -> None:
     recvmsg, dup2, closerange, wait4, fork, send = sock.recvmsg, os.dup2, os.closerange, os.wait4, _raw_fork, sock.send
-    exit_now, unpack, pack, unshare, new_ipc, pread = os._exit, GO.unpack, DONE.pack, iso.unshare, iso.CLONE_NEWIPC, os.pread
+    exit_now, unpack, pack, unshare, new_ipc = os._exit, GO.unpack, DONE.pack, iso.unshare, iso.CLONE_NEWIPC
     fds_of, cmsg_space, size, _len = struct.Struct("<4i").unpack, socket.CMSG_SPACE(16), GO.size, len
     user_ns, uid_drop, job_uid = ctx["user_namespace"], ctx["uid_drop"], ctx["job_uid"]
     ipc = bool(ctx.get("ipc_namespace"))
     own_ipc = ipc and not user_ns
-    empty = [_len(pread(fd, 1 << 16, 0)) for fd in IPC_FDS] if own_ipc else []
     pwrite, last_pid = os.pwrite, str(os.getpid()).encode()  # our pid in the worker's PID namespace
     try:
         os.fstat(LAST_PID_FD)
@@ -372,14 +362,12 @@ def _serve_cases(sock, code, ctx: dict) -> None:
         for target in range(4):
             dup2(fds[target], target)  # (replacing the last case's: nothing of a case outlives the next)
         closerange(fds[0], fds[3] + 1)
-        # As root the cases share the template's IPC namespace, where they cannot make POSIX queues: if
-        # the last case left any System V object (all its processes are gone by now), the next one gets
-        # a fresh namespace, and the old one goes with everything in it. (Without root each case child
-        # enters a user and IPC namespace of its own, in _case_runner.)
-        if own_ipc and [_len(pread(fd, 1 << 16, 0)) for fd in IPC_FDS] != empty:
+        # As root, a fresh IPC namespace for every case, entered here and inherited by the case: System V
+        # objects and POSIX queues of a case, and the namespace's id sequence, die with it (the last
+        # case's namespace goes when we leave it). Without root each case child enters a user and IPC
+        # namespace of its own, in _case_runner.
+        if own_ipc:
             unshare(new_ipc)
-            for target, name in zip(IPC_FDS, ("shm", "sem", "msg")):
-                _move(os.open(f"/proc/sysvipc/{name}", os.O_RDONLY), target)
         if set_pids:  # (all processes of the last case are gone and reaped by now)
             try:
                 pwrite(LAST_PID_FD, last_pid, 0)
