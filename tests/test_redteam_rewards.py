@@ -334,6 +334,36 @@ def test_the_pid_counter_carries_no_answer_from_case_to_case(sb):
     assert [t.status for t in result.tests] == [Status.WRONG_ANSWER] * 5
 
 
+
+# ------------------------------------------------------------------------------------------- the template's /proc
+TEMPLATE_STAT_CHANNEL = """
+import mmap, os, resource
+def cminflt():  # minor faults of the case template's reaped children: every case before this one
+    return int(open(f"/proc/{os.getppid()}/stat").read().rsplit(")", 1)[1].split()[8])
+STEP = 64
+start = cminflt()
+print((start // STEP) % 16)  # what the last case left
+a, b = map(int, input().split())
+mine = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+need = ((start + mine) // (16 * STEP) + 1) * 16 * STEP + (a + b) * STEP + STEP // 2 - start - mine - 8
+pages = mmap.mmap(-1, max(1, need) * 4096)
+for i in range(max(0, need)):  # one minor fault per fresh page: the template's count lands on the answer
+    pages[i * 4096] = 1
+"""
+
+
+def test_the_templates_proc_stat_carries_no_answer_from_case_to_case(sb):
+    """/proc/<template>/stat is readable by a case (its parent): the reaped children's minor-fault count is
+    an exact counter a case sets by touching pages; cases 2-5 passed. The jobs' /proc is now mounted with
+    hidepid=2: a job sees only its own uid's processes."""
+    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
+    result = sb.execute(TEMPLATE_STAT_CHANNEL, same)
+    assert [t.passed for t in result.tests] == [False] * 5
+    seen = sb.execute("import os\nprint(sorted(p for p in os.listdir('/proc') if p.isdigit()) == "
+                      "sorted({str(os.getpid()), *(p for p in os.listdir('/proc/self/task'))}))\n",
+                      [StdioTest("", "True\n")])
+    assert seen.passed, "a job sees only its own processes in /proc"
+
 # ------------------------------------------------------------------------------------------- open: cgroup counters
 CPU_CHANNEL = """
 def usage():  # the job cgroup's CPU counter, in ns: readable by every job process
@@ -359,8 +389,7 @@ while (usage() // STEP) % 16 != a + b:  # burn CPU until the counter encodes thi
     "CPU until the counter, in 10 ms steps mod 16, encodes its answer; the next case reads it at its start "
     "(the between-case overhead is a few ms). Cases 2-6 pass here while each fails alone. A fix: cover "
     "/sys/fs/cgroup in the jobs' mount namespace (the worker opens its cgroup files before isolation and "
-    "uses fds), and mount the jobs' /proc with hidepid=invisible so the template's cutime in "
-    "/proc/<pid>/stat (another such counter) is not readable either"))
+    "uses fds)"))
 def test_the_cgroup_cpu_counter_carries_no_answer_from_case_to_case(sb):
     if not sb.isolation.get("job_cgroup"):
         pytest.skip("no job cgroup")

@@ -135,7 +135,9 @@ class Worker:
         self.host_pid = int(os.readlink("/proc/self"))  # still the host's /proc: our pid out there
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # pid 1 gets only signals it handles: handle none
         if info.get("readonly_fs"):
-            iso.mount("proc", "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC)
+            # hidepid=2: a job sees only its own uid's processes. The case template's /proc/<pid>/stat (its
+            # reaped children's minor faults and CPU) carried a case's answer to the next case (red team).
+            iso.mount("proc", "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC, "hidepid=2")
         return True
 
     def job_context(self, jobdir: str, limits: dict) -> dict:
