@@ -29,10 +29,11 @@ pinned here. Every attack below got through before its fix:
   of the same program printed it (passing cases it fails alone); a right program stored its outputs and a
   wrong program of a LATER job printed them and passed (a copycat across samples).
 
-Open (strict xfail, each with the fix it needs in its reason): the cgroup CPU counter, the scratch tmpfs's
-inode numbers and the host's fork count in /proc/stat from case to case (all also job to job), and the page
-cache through fault counters from job to job. Closed since: the pid counter and the System V id sequence
-(the case template sets the pid counter before each case and gives each case its own IPC namespace).
+Open (strict xfail, each with the fix it needs in its reason): the cgroup CPU counter and the host's fork
+count in /proc/stat from case to case (both also job to job), and the page cache through fault counters from
+job to job. Closed since: the pid counter, the System V id sequence and the tmpfs inode numbers (the case
+template sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a
+fresh tmpfs for every child).
 """
 
 from __future__ import annotations
@@ -437,7 +438,7 @@ def test_no_job_can_read_the_page_cache_through_fault_counters(sb):
     assert reader.stdout.strip() != str(value)
 
 
-# ------------------------------------------------------------------------------------------- open: inode numbers
+# ------------------------------------------------------------------------------------------- inode numbers
 INODE_CHANNEL = """
 import os
 def inode():  # the scratch tmpfs numbers its inodes with one counter of its own, which outlives every case
@@ -453,13 +454,6 @@ while inode() % 128 != 8 * (a + b):  # make files until the counter encodes this
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: the scratch tmpfs numbers inodes from one counter per mount (Linux >= 5.9), which no wipe resets: "
-    "a case makes files until the next inode number encodes its answer, the next case reads the number of a "
-    "file it makes (the job dir's re-creation and the like take a fixed few in between); cases 2-5 pass here "
-    "while each fails alone, and the same holds from job to job of a worker. A fix: a fresh tmpfs mount for "
-    "the job dir per case / per child (its counter starts from the same value), or a per-job mount the worker "
-    "replaces with the wipe"))
 def test_inode_numbers_carry_no_answer_from_case_to_case(sb):
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
     result = sb.execute(INODE_CHANNEL, same)

@@ -285,7 +285,7 @@ def _template_main(sock_fd: int, ctx: dict, public: dict) -> None:
     _move(os.open("/dev/null", os.O_RDWR), NULL_FD)
     for target in range(SOCK_FD):  # kept occupied, so that a case's descriptors arrive above them
         os.dup2(NULL_FD, target)
-    os.chdir(ctx["jobdir"])
+    os.chdir("/")  # each case enters the job dir by path: it is made anew after every case
     os.environ.clear()
     os.environ.update({"HOME": ctx["jobdir"], "TMPDIR": ctx["jobdir"], "PATH": "/usr/local/bin:/usr/bin:/bin",
                        "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",

@@ -46,7 +46,6 @@ import marshal
 import os
 import pickle
 import select
-import shutil
 import signal
 import sys
 import time
@@ -543,9 +542,7 @@ def serve(worker, public: dict, recv) -> dict:
     worker.jobdir = jobdir
     t0 = time.monotonic()
     try:
-        os.mkdir(jobdir, 0o700)
-        if worker.info["uid_drop"]:
-            os.chown(jobdir, worker.setup["job_uid"], worker.setup["job_uid"])
+        worker._fresh_jobdir()  # a new tmpfs (or directory); made anew after every child too
         ctx = worker.job_context(jobdir, public["limits"])
         payload = (public["program"], public["setup"], public["items"], public["inputs"],
                    tuple(public["check_names"]), bool(public["params"].get("prefault", True)),
@@ -555,7 +552,7 @@ def serve(worker, public: dict, recv) -> dict:
         except _Fail as exc:
             reply = {"measure_error": str(exc), "cost_cpu_s": exc.cost}
     finally:
-        shutil.rmtree(jobdir, ignore_errors=True)
+        worker._drop_jobdir()
     reply["wall"] = time.monotonic() - t0
     return reply
 

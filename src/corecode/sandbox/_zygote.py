@@ -17,6 +17,7 @@ Protocol: every message is a 4-byte little-endian length and a body; harness -> 
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import importlib
 import json
@@ -166,28 +167,52 @@ class Worker:
         self._wipe_files()
 
     def _wipe_files(self) -> None:
-        # The job dir's contents, and anything else on the scratch tmpfs (without root, jobs own the
-        # scratch dir too): nothing written by one child is there for the next.
-        stale = [os.path.join(self.jobdir, n) for n in os.listdir(self.jobdir)]
+        # Anything on the scratch tmpfs outside the job dir (without root, jobs own the scratch dir too),
+        # then the job dir itself: nothing written by one child is there for the next.
+        mounted = self._jobdir_mounted()
+        stale = [] if mounted else [os.path.join(self.jobdir, n) for n in os.listdir(self.jobdir)]
         stale += [os.path.join(self.scratch, n) for n in os.listdir(self.scratch) if n != "job"]
         for path in stale:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.unlink(path)
-        # The job dir itself is made anew: a child owns it and could leave bits in its own metadata (mode,
-        # times, extended attributes, which tmpfs keeps) for the next child of the job (the next stdin/
-        # stdout case, the next measured run). Children enter it by path. (A process whose cwd the old
-        # one was, a case template, keeps a deleted directory it does not use.)
+        self._fresh_jobdir()
+        if not self.as_root:  # the scratch dir: jobs own it too without root; its metadata back to the start
+            _reset_metadata(self.scratch)
+
+    def _jobdir_mounted(self) -> bool:
+        return bool(self.info.get("readonly_fs")) and os.path.ismount(self.jobdir)
+
+    def _fresh_jobdir(self) -> None:
+        """The job dir made anew, before a job and after every child of it (the next stdin/stdout case, the
+        next measured run): a child owns it and could leave bits in its metadata (mode, times, extended
+        attributes) or in the inode numbers of the tmpfs below it (one counter per mount, which no wipe
+        resets) for the next. With a mount namespace of our own a fresh tmpfs is mounted on it (the old one,
+        detached, goes with everything in it; its inode numbers start over), else it is a new directory.
+        Children enter it by path."""
+        if self.info.get("readonly_fs"):
+            _umount_all(self.jobdir)
+            if not os.path.isdir(self.jobdir):
+                os.mkdir(self.jobdir, 0o700)
+            owner = f",uid={self.setup['job_uid']},gid={self.setup['job_uid']}" if self.info["uid_drop"] else ""
+            iso.mount("tmpfs", self.jobdir, "tmpfs", iso.MS_NOSUID | iso.MS_NODEV,
+                      f"size={self.setup['scratch_mb']}m,mode=0700{owner}")
+            return
         try:
             os.rmdir(self.jobdir)
+        except FileNotFoundError:
+            pass
         except OSError:  # something in it could not be removed: leave it as it was
             return
         os.mkdir(self.jobdir, 0o700)
         if self.info["uid_drop"]:
             os.chown(self.jobdir, self.setup["job_uid"], self.setup["job_uid"])
-        if not self.as_root:  # the scratch dir: jobs own it too without root; its metadata back to the start
-            _reset_metadata(self.scratch)
+
+    def _drop_jobdir(self) -> None:
+        """At the end of a job: the job dir's tmpfs unmounted, the directory removed."""
+        _umount_all(self.jobdir)
+        shutil.rmtree(self.jobdir, ignore_errors=True)
 
     def _reap_nowait(self) -> None:
         while True:
@@ -208,13 +233,11 @@ class Worker:
         judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
                  "reply_fd": self.reply_fd, "process": self.judge}
         try:
-            os.mkdir(self.jobdir, 0o700)
-            if self.info["uid_drop"]:
-                os.chown(self.jobdir, self.setup["job_uid"], self.setup["job_uid"])
+            self._fresh_jobdir()
             ctx = self.job_context(self.jobdir, public["limits"])
             _run.run_job(public, ctx, judge)
         finally:
-            shutil.rmtree(self.jobdir, ignore_errors=True)
+            self._drop_jobdir()
 
 
     # -- job leaders ---------------------------------------------------------------------------------
@@ -328,6 +351,18 @@ def _open_job_cgroups(paths: dict) -> dict:
                          os.open(os.path.join(mem, "cgroup.procs"), os.O_WRONLY)]}
     except OSError:
         return {}
+
+
+_umount2 = iso._libc.umount2
+_umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+MNT_DETACH = 2
+
+
+def _umount_all(path: str) -> None:
+    """Detach every mount on ``path`` (a job dir's tmpfs; not one if none is there)."""
+    for _ in range(8):
+        if _umount2(path.encode(), MNT_DETACH) != 0:
+            return
 
 
 def _reset_metadata(path: str) -> None:
