@@ -29,11 +29,11 @@ pinned here. Every attack below got through before its fix:
   of the same program printed it (passing cases it fails alone); a right program stored its outputs and a
   wrong program of a LATER job printed them and passed (a copycat across samples).
 
-Open (strict xfail, each with the fix it needs in its reason): the cgroup CPU counter and the host's fork
-count in /proc/stat from case to case (both also job to job), and the page cache through fault counters from
-job to job. Closed since: the pid counter, the System V id sequence and the tmpfs inode numbers (the case
-template sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a
-fresh tmpfs for every child).
+Open (strict xfail, each with the fix it needs in its reason): the host's fork count in /proc/stat from
+case to case and job to job, and the page cache through fault counters from job to job. Closed since: the
+pid counter, the System V id sequence and the tmpfs inode numbers (the case template sets the pid counter
+before each case and gives each case its own IPC namespace; the job dir is a fresh tmpfs for every child),
+the template's /proc/<pid>/stat (hidepid=2) and the job cgroup's CPU counter (cgroup directories 0700).
 """
 
 from __future__ import annotations
@@ -365,7 +365,7 @@ def test_the_templates_proc_stat_carries_no_answer_from_case_to_case(sb):
                       [StdioTest("", "True\n")])
     assert seen.passed, "a job sees only its own processes in /proc"
 
-# ------------------------------------------------------------------------------------------- open: cgroup counters
+# ------------------------------------------------------------------------------------------- cgroup counters
 CPU_CHANNEL = """
 def usage():  # the job cgroup's CPU counter, in ns: readable by every job process
     for line in open("/proc/self/cgroup"):
@@ -384,14 +384,10 @@ while (usage() // STEP) % 16 != a + b:  # burn CPU until the counter encodes thi
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: the job cgroup's cpuacct.usage (ns, cumulative per worker, readable by jobs under /sys/fs/cgroup) "
-    "carries ~4 bits from a case to the next case of the same program (and from job to job): a case burns "
-    "CPU until the counter, in 10 ms steps mod 16, encodes its answer; the next case reads it at its start "
-    "(the between-case overhead is a few ms). Cases 2-6 pass here while each fails alone. A fix: cover "
-    "/sys/fs/cgroup in the jobs' mount namespace (the worker opens its cgroup files before isolation and "
-    "uses fds)"))
 def test_the_cgroup_cpu_counter_carries_no_answer_from_case_to_case(sb):
+    """The job cgroup's cpuacct.usage (ns, cumulative per worker) was readable by jobs: a case burned CPU
+    until the counter, in 10 ms steps mod 16, encoded its answer and the next case read it at its start
+    (cases 2-6 passed; the next job too). The harness now makes the cgroup directories mode 0700."""
     if not sb.isolation.get("job_cgroup"):
         pytest.skip("no job cgroup")
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(6))

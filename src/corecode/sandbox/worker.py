@@ -162,7 +162,8 @@ class Worker:
             return None
         path = os.path.join(PIDS_CGROUP_ROOT, os.path.basename(self.scratch))
         try:
-            os.mkdir(path)
+            os.mkdir(path, 0o700)
+            os.chmod(path, 0o700)  # (see _make_job_cgroups)
             with open(os.path.join(path, "pids.max"), "w") as f:
                 # + the worker's two processes, the job leader, the exec child, the judge (and one it
                 # replaced during a job, until reaped)
@@ -182,7 +183,10 @@ class Worker:
                 break
             path = os.path.join(base, os.path.basename(self.scratch))
             try:
-                os.mkdir(path)
+                os.mkdir(path, 0o700)
+                # Jobs must not read its counters: cpuacct.usage (ns, cumulative) carried a case's answer to
+                # the next case and job (red team). The worker opens what it needs as root, before jobs run.
+                os.chmod(path, 0o700)
             except OSError:
                 break
             made[controller] = path
