@@ -82,9 +82,13 @@ class TransformersBackend:
             raise BackendError(f"backend {self.name!r} is closed")
         if n < 1:
             raise ConfigError(f"n must be >= 1, got {n}")
+        from tqdm import tqdm
+
         out: list[list[Completion]] = []
         size = self.config.batch_size
-        for start in range(0, len(conversations), size):
+        batches = range(0, len(conversations), size)
+        # a bar only for calls of several batches (validation sets, plan caches): they take minutes on a CPU
+        for start in tqdm(batches, desc=f"{self.name}: generate", unit="batch", leave=False, disable=len(batches) < 2):
             out.extend(self._batch(conversations[start:start + size], sampling, n))
         return out
 
