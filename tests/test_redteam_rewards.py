@@ -29,11 +29,11 @@ pinned here. Every attack below got through before its fix:
   of the same program printed it (passing cases it fails alone); a right program stored its outputs and a
   wrong program of a LATER job printed them and passed (a copycat across samples).
 
-Open (strict xfail, each with the fix it needs in its reason): the host's fork count in /proc/stat from
-case to case and job to job, and the page cache through fault counters from job to job. Closed since: the
-pid counter, the System V id sequence and the tmpfs inode numbers (the case template sets the pid counter
-before each case and gives each case its own IPC namespace; the job dir is a fresh tmpfs for every child),
-the template's /proc/<pid>/stat (hidepid=2) and the job cgroup's CPU counter (cgroup directories 0700).
+Open (strict xfail, with the fix it needs in its reason): the page cache through fault counters from job to
+job. Closed since: the pid counter, the System V id sequence and the tmpfs inode numbers (the case template
+sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a fresh
+tmpfs for every child), the template's /proc/<pid>/stat (hidepid=2), the job cgroup's CPU counter (cgroup
+directories 0700) and the host's fork count in /proc/stat (host counters read as empty).
 """
 
 from __future__ import annotations
@@ -479,7 +479,7 @@ def test_system_v_ids_carry_no_answer_from_case_to_case(sb):
     assert [t.passed for t in result.tests] == [False] * 5
 
 
-# ------------------------------------------------------------------------------------------- open: host counters
+# ------------------------------------------------------------------------------------------- host counters
 FORK_COUNT_CHANNEL = """
 import os
 def forks():  # every fork on the machine since boot: /proc/stat is the host's, in any PID namespace
@@ -497,14 +497,11 @@ while (forks() % (16 * STEP)) // STEP != a + b or forks() % STEP:  # fork until 
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: host-wide counters in /proc are not namespaced: /proc/stat's 'processes' (forks since boot) "
-    "carries a case's answer to the next case and to the next job on any worker (a case forks until the "
-    "count encodes it; the few forks between two cases are steady): cases 2-6 pass here, and the first "
-    "case of a second job too. /proc/vmstat, /proc/meminfo, /proc/interrupts and the like are noisier "
-    "versions. A fix: mount the jobs' /proc with subset=pid (and hidepid=invisible; Linux >= 5.8), keeping "
-    "what the sandbox itself needs from /proc/sys open from before, or bind empty files over those counters"))
 def test_host_counters_carry_no_answer_from_case_to_case(sb):
+    """/proc/stat's 'processes' (forks since boot, host-wide, in any PID namespace) carried a case's answer to
+    the next case and to the next job on any worker: cases 2-6 passed, and the first case of a second job
+    too. The worker now binds /dev/null over /proc/stat, vmstat, schedstat, interrupts, softirqs, diskstats
+    and loadavg in the jobs' /proc."""
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(6))
     result = sb.execute(FORK_COUNT_CHANNEL, same)
     assert [t.passed for t in result.tests] == [False] * 6

@@ -68,6 +68,9 @@ def send(fd: int, body: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+HOST_COUNTERS = ("stat", "vmstat", "schedstat", "interrupts", "softirqs", "diskstats", "loadavg")
+
+
 class Worker:
     def __init__(self, setup: dict, ctl_in: int, ctl_out: int):
         self.setup, self.ctl_in, self.ctl_out = setup, ctl_in, ctl_out
@@ -139,6 +142,13 @@ class Worker:
             # hidepid=2: a job sees only its own uid's processes. The case template's /proc/<pid>/stat (its
             # reaped children's minor faults and CPU) carried a case's answer to the next case (red team).
             iso.mount("proc", "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC, "hidepid=2")
+            # Host-wide counters a job can move on purpose, which no namespace covers: /proc/stat's fork
+            # count carried a case's answer to the next case and job (red team). Jobs read them as empty.
+            for name in HOST_COUNTERS:
+                try:
+                    iso.mount("/dev/null", f"/proc/{name}", None, iso.MS_BIND)
+                except OSError:  # not on this kernel
+                    pass
         return True
 
     def job_context(self, jobdir: str, limits: dict) -> dict:
