@@ -33,7 +33,8 @@ Open (strict xfail, with the fix it needs in its reason): the page cache through
 job. Closed since: the pid counter, the System V id sequence and the tmpfs inode numbers (the case template
 sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a fresh
 tmpfs for every child), the template's /proc/<pid>/stat (hidepid=2), the job cgroup's CPU counter (cgroup
-directories 0700) and the host's fork count in /proc/stat (host counters read as empty).
+directories 0700), the host's fork count in /proc/stat (host counters read as empty) and the host's mount
+ids (as root no job can make a user namespace to mount in).
 """
 
 from __future__ import annotations
@@ -394,6 +395,46 @@ def test_the_cgroup_cpu_counter_carries_no_answer_from_case_to_case(sb):
     result = sb.execute(CPU_CHANNEL, same)
     assert [t.passed for t in result.tests] == [False] * 6
 
+
+
+# ------------------------------------------------------------------------------------------- mount ids
+MOUNT_ID_CHANNEL = """
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def mnt_id(path):  # statx(path, STATX_MNT_ID_UNIQUE): every mount is numbered by one host-wide counter
+    buf = ctypes.create_string_buffer(256)
+    libc.syscall({statx}, -100, path, 0, 0x4000, buf)
+    return struct.unpack_from("<Q", buf.raw, 0x90)[0]
+print((mnt_id(b".") % 256) // 16)  # what the last case left: its last mount, then the job dir's fresh tmpfs
+a, b = map(int, input().split())
+if os.fork() == 0:  # a user and mount namespace of its own, where a job may mount a tmpfs
+    if libc.unshare(0x10000000 | 0x00020000) == 0:  # CLONE_NEWUSER | CLONE_NEWNS
+        for _ in range(1024):
+            libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
+            if mnt_id(b"/tmp") % 256 == 16 * (a + b):
+                break
+    os._exit(0)
+os.wait()
+"""
+
+
+def test_mount_ids_carry_no_answer_from_case_to_case(sb):
+    """A job (uid 65534, as root) could make a user and mount namespace and mount tmpfs there: each mount takes
+    the next number of a host-wide counter, which the next case read off its own job dir (statx
+    STATX_MNT_ID_UNIQUE): cases 2-5 passed, and the next job's too. As root the syscall filter now refuses
+    new user namespaces (jobs never need one there)."""
+    import platform
+
+    if os.getuid() != 0:
+        pytest.skip("without root every job child has a user namespace of the sandbox's making")
+    statx = {"x86_64": 332, "aarch64": 291}.get(platform.machine())
+    if statx is None:
+        pytest.skip("statx number unknown here")
+    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
+    for _ in range(2):
+        result = sb.execute(MOUNT_ID_CHANNEL.format(statx=statx), same)
+        assert [t.passed for t in result.tests] == [False] * 5
 
 # ------------------------------------------------------------------------------------------- open: page cache
 PAGE_FAULTS = PAGE_CACHE.replace('''    got = 0

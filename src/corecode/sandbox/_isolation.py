@@ -69,22 +69,31 @@ def prctl(option: int, arg: int) -> None:
 # They fail with EPERM; no benchmark program uses them. Native syscall numbers only; any other ABI (x32,
 # i386 on x86_64, arm32 on arm64) is refused outright, so no other number reaches the same code. Timing
 # reads (a cached page is faster) stays open, as every timing channel (docs/sandbox.md).
-_FILTERED = {  # arch: (AUDIT_ARCH, refused syscalls, syscalls refused with RWF_NOWAIT in their flags)
-    "x86_64": (0xC000003E, (248, 249, 250, 425, 426, 427, 451), (327, 328)),
-    "aarch64": (0xC00000B7, (217, 218, 219, 425, 426, 427, 451), (286, 287)),
+# * (as root) user namespaces: a job in one may mount, and every mount takes the next number of one
+#   host-wide counter (statx's STATX_MNT_ID_UNIQUE), which the next case read off its job dir's fresh tmpfs
+#   (cases 2-5 passed). unshare / clone with CLONE_NEWUSER fail with EPERM; clone3, whose flags a filter
+#   cannot read, fails with ENOSYS, so the C library falls back to clone. (Without root the sandbox itself
+#   gives every job child a user namespace after this filter is in place, so it stays open there.)
+_FILTERED = {  # arch: (AUDIT_ARCH, refused syscalls, syscalls refused with RWF_NOWAIT in their flags,
+    #                 syscalls refused with CLONE_NEWUSER in their first argument, clone3)
+    "x86_64": (0xC000003E, (248, 249, 250, 425, 426, 427, 451), (327, 328), (272, 56), 435),
+    "aarch64": (0xC00000B7, (217, 218, 219, 425, 426, 427, 451), (286, 287), (97, 220), 435),
 }
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 RWF_NOWAIT = 0x8
+CLONE_NEWUSER = 0x10000000
+ENOSYS = 38
 
 
-def install_syscall_filter() -> bool:
-    """Install the filter above in this process (inherited by every child); False where it cannot be."""
+def install_syscall_filter(no_user_namespaces: bool = False) -> bool:
+    """Install the filter above in this process (inherited by every child); False where it cannot be.
+    ``no_user_namespaces``: also refuse new user namespaces (root mode, where jobs never need one)."""
     import platform
 
     found = _FILTERED.get(platform.machine())
     if found is None:
         return False
-    arch, refused, nowait = found
+    arch, refused, nowait, userns, clone3 = found
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
     # (op, jt label, jf label, k); labels are resolved to relative jumps below
@@ -92,9 +101,16 @@ def install_syscall_filter() -> bool:
                                                   (jge, "deny", None, 0x40000000)]
     code += [(jeq, "deny", None, nr) for nr in refused]
     code += [(jeq, "flags", None, nr) for nr in nowait]
+    if no_user_namespaces:
+        code += [(jeq, "userns", None, nr) for nr in userns]
+        code += [(jeq, "nosys", None, clone3)]
     code += [(ret, 0, 0, allow)]
     labels = {"flags": len(code)}
     code += [(ld, 0, 0, 16 + 5 * 8), (jset, "deny", None, RWF_NOWAIT), (ret, 0, 0, allow)]  # args[5], low word
+    labels["userns"] = len(code)
+    code += [(ld, 0, 0, 16), (jset, "deny", None, CLONE_NEWUSER), (ret, 0, 0, allow)]  # args[0], low word
+    labels["nosys"] = len(code)
+    code += [(ret, 0, 0, 0x00050000 | ENOSYS)]
     labels["deny"] = len(code)
     code += [(ret, 0, 0, deny)]
 

@@ -90,7 +90,7 @@ class Worker:
         info["pids_cgroup"] = bool(setup.get("cgroup"))
         info["job_cgroup"] = bool(meter_fds)
         # no kernel keyrings and no page-cache probes for any job process (_isolation: what they carried)
-        info["syscall_filter"] = bool(setup["isolate"]) and iso.install_syscall_filter()
+        info["syscall_filter"] = bool(setup["isolate"]) and iso.install_syscall_filter(no_user_namespaces=self.as_root)
         self.meter = _run.Meter(meter_fds)
         self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
         self.leader_out = _run._memfd("leader-out")  # a job leader's whole answer, sent on after its exit
