@@ -34,7 +34,8 @@ job. Closed since: the pid counter, the System V id sequence and the tmpfs inode
 sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a fresh
 tmpfs for every child), the template's /proc/<pid>/stat (hidepid=2), the job cgroup's CPU counter (cgroup
 directories 0700), the host's fork count in /proc/stat (host counters read as empty) and the host's mount
-ids (as root no job can make a user namespace to mount in).
+ids (as root no job can make a user namespace to mount in), and the network namespace's SNMP counters (no
+IPv4 / IPv6 sockets in jobs).
 """
 
 from __future__ import annotations
@@ -434,6 +435,35 @@ def test_mount_ids_carry_no_answer_from_case_to_case(sb):
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
     for _ in range(2):
         result = sb.execute(MOUNT_ID_CHANNEL.format(statx=statx), same)
+        assert [t.passed for t in result.tests] == [False] * 5
+
+
+# ------------------------------------------------------------------------------------------- network counters
+SNMP_CHANNEL = """
+import socket
+def noroutes():  # Ip OutNoRoutes of the worker's network namespace, which outlives every case and job
+    lines = [line.split() for line in open("/proc/net/snmp") if line.startswith("Ip:")]
+    return int(lines[1][lines[0].index("OutNoRoutes")])
+print(noroutes() % 16)  # what the last case left
+a, b = map(int, input().split())
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(64):  # each sendto finds no route (no interface is up) and counts one
+    if noroutes() % 16 == a + b:
+        break
+    try:
+        s.sendto(b"x", ("10.1.2.3", 9))
+    except OSError:
+        pass
+"""
+
+
+def test_network_counters_carry_no_answer_from_case_to_case(sb):
+    """The worker's network namespace has no interface up, but its SNMP counters (/proc/net/snmp) count what
+    jobs try: a case sent datagrams that found no route until Ip OutNoRoutes encoded its answer, and the next
+    case (and job) read it: cases 2-5 passed. IPv4 / IPv6 sockets now fail with EPERM in jobs."""
+    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
+    for _ in range(2):
+        result = sb.execute(SNMP_CHANNEL, same)
         assert [t.passed for t in result.tests] == [False] * 5
 
 # ------------------------------------------------------------------------------------------- open: page cache

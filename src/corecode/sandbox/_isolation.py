@@ -74,11 +74,16 @@ def prctl(option: int, arg: int) -> None:
 #   (cases 2-5 passed). unshare / clone with CLONE_NEWUSER fail with EPERM; clone3, whose flags a filter
 #   cannot read, fails with ENOSYS, so the C library falls back to clone. (Without root the sandbox itself
 #   gives every job child a user namespace after this filter is in place, so it stays open there.)
+# * IPv4 / IPv6 sockets: the worker's network namespace has no interface up, so they reach nothing, but
+#   its SNMP counters (/proc/net/snmp: a sendto() that finds no route counts Ip OutNoRoutes) outlive every
+#   case and job of the worker: the next case read an answer there (cases 2-5 passed). socket() and
+#   socketpair() for AF_INET / AF_INET6 fail with EPERM; Unix sockets stay.
 _FILTERED = {  # arch: (AUDIT_ARCH, refused syscalls, syscalls refused with RWF_NOWAIT in their flags,
-    #                 syscalls refused with CLONE_NEWUSER in their first argument, clone3)
-    "x86_64": (0xC000003E, (248, 249, 250, 425, 426, 427, 451), (327, 328), (272, 56), 435),
-    "aarch64": (0xC00000B7, (217, 218, 219, 425, 426, 427, 451), (286, 287), (97, 220), 435),
+    #                 syscalls refused with CLONE_NEWUSER in their first argument, clone3, socket calls)
+    "x86_64": (0xC000003E, (248, 249, 250, 425, 426, 427, 451), (327, 328), (272, 56), 435, (41, 53)),
+    "aarch64": (0xC00000B7, (217, 218, 219, 425, 426, 427, 451), (286, 287), (97, 220), 435, (198, 199)),
 }
+AF_INET, AF_INET6 = 2, 10
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 RWF_NOWAIT = 0x8
 CLONE_NEWUSER = 0x10000000
@@ -93,7 +98,7 @@ def install_syscall_filter(no_user_namespaces: bool = False) -> bool:
     found = _FILTERED.get(platform.machine())
     if found is None:
         return False
-    arch, refused, nowait, userns, clone3 = found
+    arch, refused, nowait, userns, clone3, sockets = found
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
     # (op, jt label, jf label, k); labels are resolved to relative jumps below
@@ -101,12 +106,15 @@ def install_syscall_filter(no_user_namespaces: bool = False) -> bool:
                                                   (jge, "deny", None, 0x40000000)]
     code += [(jeq, "deny", None, nr) for nr in refused]
     code += [(jeq, "flags", None, nr) for nr in nowait]
+    code += [(jeq, "domain", None, nr) for nr in sockets]
     if no_user_namespaces:
         code += [(jeq, "userns", None, nr) for nr in userns]
         code += [(jeq, "nosys", None, clone3)]
     code += [(ret, 0, 0, allow)]
     labels = {"flags": len(code)}
     code += [(ld, 0, 0, 16 + 5 * 8), (jset, "deny", None, RWF_NOWAIT), (ret, 0, 0, allow)]  # args[5], low word
+    labels["domain"] = len(code)
+    code += [(ld, 0, 0, 16), (jeq, "deny", None, AF_INET), (jeq, "deny", None, AF_INET6), (ret, 0, 0, allow)]
     labels["userns"] = len(code)
     code += [(ld, 0, 0, 16), (jset, "deny", None, CLONE_NEWUSER), (ret, 0, 0, allow)]  # args[0], low word
     labels["nosys"] = len(code)
