@@ -34,8 +34,8 @@ job. Closed since: the pid counter, the System V id sequence and the tmpfs inode
 sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a fresh
 tmpfs for every child), the template's /proc/<pid>/stat (hidepid=2), the job cgroup's CPU counter (cgroup
 directories 0700), the host's fork count in /proc/stat (host counters read as empty) and the host's mount
-ids (as root no job can make a user namespace to mount in), and the network namespace's SNMP counters (no
-IPv4 / IPv6 sockets in jobs).
+ids (as root no job can make a user namespace to mount in), the network namespace's SNMP counters (no
+IPv4 / IPv6 sockets in jobs) and the dentry cache's counters (read as empty).
 """
 
 from __future__ import annotations
@@ -397,6 +397,35 @@ def test_the_cgroup_cpu_counter_carries_no_answer_from_case_to_case(sb):
     assert [t.passed for t in result.tests] == [False] * 6
 
 
+
+
+# ------------------------------------------------------------------------------------------- kernel caches
+DENTRY_CHANNEL = """
+import os
+def negative():  # negative dentries in the host's dentry cache: host-wide, and kept after the lookup
+    return int(open("/proc/sys/fs/dentry-state").read().split()[4])
+print((negative() % 256) // 16)  # what the last case (or job) left
+a, b = map(int, input().split())
+tag = os.urandom(8).hex()
+for i in range(4096):  # each failed lookup of a new name under /usr adds one
+    if (negative() % 256) // 16 == a + b and negative() % 16 < 8:
+        break
+    try:
+        os.stat(f"/usr/redteam-{tag}-{i}")
+    except OSError:
+        pass
+"""
+
+
+def test_kernel_cache_counters_carry_no_answer_from_case_to_case(sb):
+    """/proc/sys/fs/dentry-state counts the host's negative dentries, which a failed lookup adds and keeps: a
+    case looked up missing files until the count encoded its answer, the next case (and job) read it:
+    cases 2-5 passed. It reads as empty in jobs now, with meminfo, zoneinfo, buddyinfo, inode-nr,
+    inode-state, file-nr and pressure/*. (Timing a lookup still tells a cached entry, as for the page cache.)"""
+    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(5))
+    for _ in range(2):
+        result = sb.execute(DENTRY_CHANNEL, same)
+        assert [t.passed for t in result.tests] == [False] * 5
 
 # ------------------------------------------------------------------------------------------- mount ids
 MOUNT_ID_CHANNEL = """

@@ -68,7 +68,9 @@ def send(fd: int, body: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-HOST_COUNTERS = ("stat", "vmstat", "schedstat", "interrupts", "softirqs", "diskstats", "loadavg")
+HOST_COUNTERS = ("stat", "vmstat", "schedstat", "interrupts", "softirqs", "diskstats", "loadavg", "meminfo",
+                 "zoneinfo", "buddyinfo", "sys/fs/dentry-state", "sys/fs/inode-nr", "sys/fs/inode-state",
+                 "sys/fs/file-nr", "pressure/cpu", "pressure/memory", "pressure/io")
 
 
 class Worker:
@@ -143,7 +145,8 @@ class Worker:
             # reaped children's minor faults and CPU) carried a case's answer to the next case (red team).
             iso.mount("proc", "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC, "hidepid=2")
             # Host-wide counters a job can move on purpose, which no namespace covers: /proc/stat's fork
-            # count carried a case's answer to the next case and job (red team). Jobs read them as empty.
+            # count and dentry-state's negative dentries (a stat of a missing file under /usr adds one)
+            # carried a case's answer to the next case and job (red team). Jobs read them as empty.
             for name in HOST_COUNTERS:
                 try:
                     iso.mount("/dev/null", f"/proc/{name}", None, iso.MS_BIND)
