@@ -9,6 +9,7 @@ prompt. This is stage 2 of `corecode train` (Coder GRPO, R_code, group-aware rew
 
     OMP_NUM_THREADS=1 python benchmarks/learning_check.py --seeds 0 1 2 --steps 40
     OMP_NUM_THREADS=1 python benchmarks/learning_check.py --stage debugger --seeds 0 1 2 --steps 40
+    OMP_NUM_THREADS=1 python benchmarks/learning_check.py --stage retrieval --seeds 0 1 2 --steps 40
 
 ``--stage debugger`` runs the debugger stage instead: the frozen Coder (``toy:buggy_coder``) always writes
 ``return -1``; the policy, as MapCoder's Debugging agent, sees the problem, that program and the public
@@ -28,6 +29,13 @@ and per task the code reward (1 iff all tests pass) and the alignment reward.
 that reads it (``toy:plan_reading_coder``: a digit makes it return the number, a letter a string, anything
 else leaves it to its own rule, right only for even K); training problems K = 10..29, validation K = 30..49
 (``toy:number_problems``, disjoint). Ceiling 1.0; validation CG from -50 (letters) to +50 points (digits).
+
+``--stage retrieval`` runs the retrieval stage: the policy is MapCoder's Retrieval agent; its answer is parsed
+as MapCoder parses it and goes to a frozen exemplar planner and Coder (``toy:exemplar_reading_backend``: the
+recalled problem's description's first character becomes the plan, which the plan-reading Coder follows). A
+random policy cannot write the parsed structure, so each seed first gets a short supervised warm start on
+answers ``Problem 1\n<slot>`` with the slot uniform over 10 digits (help) and 10 letters (hurt); GRPO must
+then learn the helpful slots. Same problems and validation as the planner stage.
 
 Prints, per seed, the mean training reward over the first and the last 5 steps; for the planner stage also
 validation CG (greedy plans, 20 held-out problems) at the start and the end with 95 % paired intervals, and
@@ -100,16 +108,84 @@ SIGNAL = {"cure": "cure/code_pass_rate"}
 CODERL_PLUS = {**BASE, "method": "coderl_plus", "per_device_train_batch_size": 40,
                "method_options": {"prediction_style": "append"}}
 
+# Retrieval (stage=retrieval): MapCoder's Retrieval agent as the policy; its answer goes through the frozen
+# exemplar planner and Coder (toy:exemplar_reading_backend: the recalled problem's description's first character
+# becomes the plan, read like the planner stage's). A random policy cannot write the "## Problem N" structure the
+# answer is parsed by, so each seed starts from the tiny model after a short supervised warm start on answers
+# "Problem 1\n<slot>" with the slot uniform over digits and letters (the format is known, the content is not:
+# the situation of a real instruction model); GRPO must then learn which slot helps the Coder.
+RETRIEVAL = {
+    **PLANNER,
+    "stage": "retrieval",
+    "coder_backend": "corecode.training.toy:exemplar_reading_backend",
+    "retrieval_k": 1,
+    "max_completion_length": 12,  # "Problem 1\n" + the slot + end of text
+    # 0.01 (the random-init checks' rate) and 3e-3 wipe out the warm start's format within a few steps: an answer
+    # that parses to nothing leaves the Coder alone (0.75 on average), a safer bet than a random slot
+    "learning_rate": 1e-3,
+    "beta": 0.04,  # KL to the warm start: keeps the answer format while the slot is learned
+}
+
 STAGES = {"coder": (BASE, "round1/coder"), "debugger": (DEBUGGER, "debugger"), "planner": (PLANNER, "round1/planner"), "cure": (CURE, "cure"),
-          "coderl_plus": (CODERL_PLUS, "coderl_plus")}
+          "coderl_plus": (CODERL_PLUS, "coderl_plus"), "retrieval": (RETRIEVAL, "retrieval")}
+
+WARM_SLOTS = "0123456789abcdefghij"  # 10 digits (they help), 10 letters (they hurt): a digit half the time
+
+
+def warm_start_retrieval(seed: int, root: Path, steps: int = 300) -> Path:
+    """The tiny model after supervised steps on retrieval answers ``Problem 1\n<slot>`` (slot uniform over
+    WARM_SLOTS) for the training problems' retrieval prompts: it knows the answer's format, not which slot helps."""
+    import random
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from corecode.agents import TaskView, render_prompt
+    from corecode.training.models import resolve_model
+    from corecode.training.toy import number_problems
+
+    out = root / f"retrieval-warm-seed{seed}"
+    if (out / "config.json").is_file():
+        return out
+    source = resolve_model("tiny:llama-char", seed)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModelForCausalLM.from_pretrained(source)
+    prompts = [tokenizer.apply_chat_template(render_prompt("retrieval", TaskView.from_problem(p), k=1),
+                                             tokenize=False, add_generation_prompt=True)
+               for p in number_problems("train")]
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        rows, labels = [], []
+        for prompt in rng.choices(prompts, k=8):
+            prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            answer_ids = tokenizer(f"Problem 1\n{rng.choice(WARM_SLOTS)}{tokenizer.eos_token}",
+                                   add_special_tokens=False)["input_ids"]
+            rows.append(prompt_ids + answer_ids)
+            labels.append([-100] * len(prompt_ids) + answer_ids)
+        width = max(len(r) for r in rows)  # the prompts differ only in K (two digits): equal lengths in practice
+        ids = torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows])
+        lab = torch.tensor([x + [-100] * (width - len(x)) for x in labels])
+        loss = model(input_ids=ids, attention_mask=(ids != tokenizer.pad_token_id).long(), labels=lab).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
 
 
 def run_seed(seed: int, steps: int, root: Path, stage: str = "coder") -> dict:
     out = root / f"seed{seed}"
     base, stage_dir = STAGES[stage]
     overrides = [f"seed={seed}", f"max_steps={steps}", f"output_dir={out}"]
-    if stage == "planner":
+    if stage in ("planner", "retrieval"):
         overrides.append(f"eval_steps={max(1, steps // 2)}")  # validation at the start, the middle and the end
+    if stage == "retrieval":
+        overrides.append(f"retrieval_model={warm_start_retrieval(seed, root)}")
     config = load_config(None, overrides, base=base)
     start = time.perf_counter()
     run_training(config)
@@ -152,6 +228,8 @@ def main() -> None:
         for seed in args.seeds:
             rows.append(run_seed(seed, args.steps, root, args.stage))
     task = "toy numbers, plan-reading frozen Coder" if args.stage == "planner" else "toy digits"
+    if args.stage == "retrieval":
+        task = "toy numbers, warm-started Retrieval agent, frozen exemplar planner and plan-reading Coder"
     if args.stage == "cure":
         task = "toy digits, one policy as coder and unit-test writer; signal: programs' ground-truth pass rate"
     print(f"\nlearning check ({args.stage} stage): {task}, tiny llama-char policy, {args.steps} GRPO steps, "
@@ -173,7 +251,7 @@ def main() -> None:
         for r in rows:
             print(f"{r['seed']:>4} code reward {r['code_reward'][0]:.3f} -> {r['code_reward'][1]:.3f}   "
                   f"alignment reward {r['align_reward'][0]:.3f} -> {r['align_reward'][1]:.3f}")
-    if args.stage == "planner":
+    if args.stage in ("planner", "retrieval"):
         print("\nvalidation (greedy plans, held-out problems; CG in points [95% paired interval over problems]):")
         print(f"{'seed':>4} {'problems':>8} {'alone':>6} {'CG at step 0':>22} {'CG at the end':>22} "
               f"{'change of CG [95% CI], up/down':>34} {'zero-std share first/last':>26}")

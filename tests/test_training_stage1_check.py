@@ -129,3 +129,24 @@ def test_a_resumed_stage_does_not_measure_its_starting_step_again_and_compares_w
     plans[0], State.global_step = "3", 4
     resumed.on_train_end(None, State, None, model=None)
     assert resumed.history[0]["vs_start"]["step"] == 0 and resumed.history[0]["vs_start"]["cg"]["diff"] == 100.0
+
+
+def test_what_the_recalled_problem_says_decides_the_programs_of_the_retrieval_toy():
+    """The retrieval learning check's frozen path: MapCoder's parse of the Retrieval agent's answer, the
+    exemplar planner's plan from the recalled problem, the Coder's program, scored in the real sandbox."""
+    from corecode.training.retrieval import retrieval_writer
+    from corecode.training.toy import exemplar_reading_backend
+
+    problems = number_problems("validation")[:4]  # K = 30, 31, 32, 33
+    write = retrieval_writer(exemplar_reading_backend(), SamplingConfig(), SamplingConfig(), samples=1, k=1)
+
+    def rates(answer):
+        programs = [group[0] for group in write([answer] * len(problems), problems)]
+        with Sandbox(SandboxConfig(workers=2)) as sandbox:
+            results = sandbox_executor(sandbox)([(program_for(p, a), p) for p, a in zip(problems, programs)])
+        return [r.n_passed / r.n_tests for r in results]
+
+    assert rates("Problem 1\n7") == [1.0, 1.0, 1.0, 1.0]  # a digit: the Coder returns the number
+    assert rates("Problem 1\nq") == [0.0, 0.0, 0.0, 0.0]  # a letter: a string, both tests fail
+    # nothing parsed ("## Problem N" missing): no exemplar, the Coder alone (even K right, odd K half credit)
+    assert rates("7") == rates("") == [1.0, 0.5, 1.0, 0.5]

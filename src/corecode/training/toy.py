@@ -19,6 +19,12 @@ does what it does alone). Alone, the Coder solves the problems with an even K an
 (punctuation, CG 0) or help (digits, CG +50) -- the situation of the real 0.5B models in miniature -- and
 only what the plan says decides which; a one-character plan of a random policy is a digit ~10 % of the time.
 
+``exemplar_reading_backend`` is the retrieval learning check's frozen planning path (MapCoder's exemplar
+planner and Coder played by one scripted backend, as the retrieval stage calls them): the exemplar planner
+passes on the first character of the recalled problem's description as its plan (``(`` when nothing was
+recalled), and the Coder is ``plan_reading_reply``. So a Retrieval agent that recalls "a problem" whose
+description starts with a digit helps, one with a letter hurts, and nothing recalled leaves the Coder alone.
+
 ``scripted_coder`` plays the frozen Coder of stage 1 for the cpu-smoke run: a deterministic function of
 the plan text (a correct program for plans whose characters hash to an even number, a wrong one
 otherwise), so different plans of one group really get different rewards through the real sandbox.
@@ -35,7 +41,7 @@ from corecode.types import AssertTest, Problem
 
 __all__ = [
     "digit_problems", "digit_debug_problems", "digit_validation", "scripted_coder", "buggy_coder", "alternating_coder",
-    "number_problems", "plan_reading_coder", "plan_reading_reply",
+    "number_problems", "plan_reading_coder", "plan_reading_reply", "exemplar_reading_backend",
 ]
 
 STARTER = "def f():\n    return "
@@ -154,3 +160,24 @@ def plan_reading_coder(**options: Any):
     from corecode.backends.scripted import ScriptedBackend
 
     return ScriptedBackend(plan_reading_reply, name="plan-reading-coder")
+
+
+EXEMPLAR_HEADER = "A problem you solved before, with its plan:"
+
+
+def exemplar_reading_reply(conversation: Any) -> str:
+    """The frozen planning path's answer: an ``exemplar_planner`` prompt gets the first character of the
+    recalled problem's description as the plan; any other prompt is the plan-reading Coder's."""
+    text = conversation[-1]["content"]
+    if EXEMPLAR_HEADER not in text:
+        return plan_reading_reply(conversation)
+    exemplar = text.split(EXEMPLAR_HEADER, 1)[1].split("\n\nA relevant algorithm", 1)[0]
+    found = re.search(r"Problem: (.)", exemplar)
+    return found.group(1) if found else "("
+
+
+def exemplar_reading_backend(**options: Any):
+    """`module:factory` target for `coder_backend` in the retrieval learning check (see the module docstring)."""
+    from corecode.backends.scripted import ScriptedBackend
+
+    return ScriptedBackend(exemplar_reading_reply, name="exemplar-reading-path")
