@@ -30,7 +30,8 @@ pinned here. Every attack below got through before its fix:
   wrong program of a LATER job printed them and passed (a copycat across samples).
 
 Open (strict xfail, with the fix it needs in its reason): the page cache through fault counters from job to
-job. Closed since: the pid counter, the System V id sequence and the tmpfs inode numbers (the case template
+job, and in-flight Unix sockets (kept alive by an SCM_RIGHTS cycle until the kernel's GC runs) whose
+abstract names reach the next case or job. Closed since: the pid counter, the System V id sequence and the tmpfs inode numbers (the case template
 sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a fresh
 tmpfs for every child), the template's /proc/<pid>/stat (hidepid=2), the job cgroup's CPU counter (cgroup
 directories 0700), the host's fork count in /proc/stat (host counters read as empty) and the host's mount
@@ -605,3 +606,42 @@ def test_host_counters_carry_no_answer_from_case_to_case(sb):
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(6))
     result = sb.execute(FORK_COUNT_CHANNEL, same)
     assert [t.passed for t in result.tests] == [False] * 6
+
+
+# ------------------------------------------------------------------------------------------- open: in-flight sockets
+INFLIGHT_CHANNEL = """
+import array, socket
+found = None
+for k in range(16):  # is a listener of an earlier case still bound to one of these abstract names?
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(f"\\0redteam-inflight-{k}")
+        found = k
+    except OSError:
+        pass
+    probe.close()
+print(found)
+a, b = map(int, input().split())
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    listener.bind(f"\\0redteam-inflight-{a + b}")
+except OSError:
+    raise SystemExit(0)
+listener.listen(4)
+s1, s2 = socket.socketpair()  # s1's queue holds the listener and s1 itself: a cycle no process holds
+s2.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [listener.fileno(), s1.fileno()]))])
+"""
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: a Unix socket sent over a socket that sits in its own queue (SCM_RIGHTS) outlives every process "
+    "of the case until the kernel's unix garbage collector runs (asynchronously, after the sweep); a "
+    "listener kept so stays bound to its abstract name in the worker's network namespace, and the next "
+    "case (or job) that connects to it learns the answer from the name: 9-23 of 40 equal cases pass here. "
+    "The sweep cannot see it (no process holds it) and seccomp cannot read SCM_RIGHTS. A fix: a network "
+    "namespace per case / job child (abstract names are per namespace), or a template that waits until "
+    "no socket of the last case is left in /proc/net/unix before the next case"))
+def test_in_flight_sockets_carry_no_answer_from_case_to_case(sb):
+    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(40))
+    result = sb.execute(INFLIGHT_CHANNEL, same)
+    assert [t.passed for t in result.tests] == [False] * 40
