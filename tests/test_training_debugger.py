@@ -93,7 +93,7 @@ def test_probe_measures_the_debuggers_collaboration_gain(executors, monkeypatch)
     coder = ScriptedBackend(lambda conv: WRONG if "number 3" not in conv[-1]["content"] else right(conv))
     import corecode.training.debugger as debugger_module
 
-    def fixing_debugger(model, tokenizer, name):  # the "policy": repairs digit-5 and digit-7, breaks digit-9
+    def fixing_debugger(model, tokenizer, name, batch_size=8):  # the "policy": repairs digit-5 and digit-7, breaks digit-9
         return ScriptedBackend(lambda conv: "def f():\n    return 'x'\n" if "number 9" in conv[-1]["content"]
                                else right(conv))
 
@@ -118,7 +118,7 @@ def test_probe_leaves_a_problem_the_sandbox_failed_on_out_of_both_columns(execut
     coder = ScriptedBackend(lambda conv: WRONG if "number 3" not in conv[-1]["content"] else right(conv))
     import corecode.training.debugger as debugger_module
 
-    monkeypatch.setattr(debugger_module, "PolicyBackend", lambda model, tokenizer, name: ScriptedBackend(
+    monkeypatch.setattr(debugger_module, "PolicyBackend", lambda model, tokenizer, name, batch_size=8: ScriptedBackend(
         lambda conv: "def f():\n    return 'x'\n" if "number 9" in conv[-1]["content"] else right(conv)))
     from corecode.backends import SamplingConfig
     from corecode.rewards.trl_rewards import program_for
