@@ -96,7 +96,7 @@ def test_stage_two_plans_are_as_long_as_the_planner_was_trained_to_write(tmp_pat
     seen = []
     original = planner.generate
     monkeypatch.setattr(planner, "generate", lambda convs, sampling, n=1: seen.append(sampling) or original(convs, sampling, n))
-    monkeypatch.setattr(stage2, "partner_backend", lambda spec, source, bf16: planner)
+    monkeypatch.setattr(stage2, "partner_backend", lambda spec, source, bf16, batch_size=8: planner)
     config = TrainConfig(max_completion_length=2048, partner_max_tokens=1024, planner_backend="served-planner")
     plans = stage2.stage2_plans(config, "unused", digit_problems()[:2], tmp_path)
     assert set(plans.values()) == {LONG}
