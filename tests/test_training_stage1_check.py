@@ -124,6 +124,9 @@ def test_a_resumed_stage_does_not_measure_its_starting_step_again_and_compares_w
     first.on_train_begin(None, State, None, model=None)
     calls = []
     resumed = callbacks.ValidationCallback(_probe(plans, calls), every=0, stage_dir=tmp_path, stage="planner")
+    resumed.on_train_begin(None, State, None, model=None)  # a restart before the first step
+    assert calls == [] and resumed.history == []
+    State.global_step = 3  # resumed from checkpoint-3: no extra validation at the resume point either
     resumed.on_train_begin(None, State, None, model=None)
     assert calls == [] and resumed.history == []
     plans[0], State.global_step = "3", 4

@@ -148,7 +148,9 @@ class ValidationCallback(TrainerCallback):
         plot_curves(self.stage_dir)
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        if not any(row["step"] == state.global_step for row in self.logged):
+        # only a stage's first start measures its starting point: a run resumed at step N after an interruption
+        # already has its start row, and an extra validation at N would cost as much as a scheduled one
+        if not self.logged:
             self._run(state, model)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
