@@ -281,7 +281,7 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
     s2 = _read_rows(out / "stage2" / "round1" / "coder" / "validation.jsonl")
     filt = json.loads((out / "filter-summary.json").read_text()) if (out / "filter-summary.json").is_file() else {}
     lines = ["# Collaborative training of the built-in Qwen2.5-Coder-0.5B pair on MBPP", "",
-             "Command: `OMP_NUM_THREADS=1 python benchmarks/learning_real.py " + " ".join(sys.argv[1:]) + "`", ""]
+             "Command: `python benchmarks/learning_real.py " + " ".join(sys.argv[1:]) + "`", ""]
     if filt:
         lines += [f"Training-problem filter: {filt['kept']} of {filt['pool']} pool problems kept "
                   f"({100 * filt['kept_share']:.0f} %); dropped {filt['always_solved']} always solved, "
