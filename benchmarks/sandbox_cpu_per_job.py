@@ -70,35 +70,15 @@ def bare_stdio(n: int) -> int:
     """A child of this process that compiles the program once and forks one child per case (memfds for
     stdin and stdout, exact comparison), as benchmarks/sandbox_throughput.py's bare loop; its CPU is read
     by the caller after it was reaped."""
-    import io
     import os
 
-    code = compile("print(int(input()) * 2)", "solution.py", "exec")
+    from _bare_loop import run_cases
+
+    cases = [(str(i), f"{2 * i}\n") for i in range(50)] * n
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        ok = 0
-        for _ in range(n):
-            for i in range(50):
-                in_fd, out_fd = os.memfd_create("stdin"), os.memfd_create("stdout")
-                os.write(in_fd, str(i).encode())
-                os.lseek(in_fd, 0, os.SEEK_SET)
-                kid = os.fork()
-                if kid == 0:
-                    try:
-                        os.dup2(in_fd, 0)
-                        os.dup2(out_fd, 1)
-                        sys.stdin = io.open(0, "r", closefd=False)
-                        sys.stdout = io.open(1, "w", closefd=False)
-                        exec(code, {"__name__": "__main__"})
-                        sys.stdout.flush()
-                    except BaseException:  # noqa: BLE001
-                        os._exit(1)
-                    os._exit(0)
-                status = os.waitpid(kid, 0)[1]
-                ok += status == 0 and os.pread(out_fd, 64, 0).decode().strip() == str(2 * i)
-                os.close(in_fd)
-                os.close(out_fd)
+        ok = run_cases("print(int(input()) * 2)", cases)
         os.write(w, str(ok).encode())
         os._exit(0)
     os.close(w)

@@ -21,7 +21,6 @@ benchmarks/check_command.py). ``--stdio-only`` runs just the stdin/stdout compar
 from __future__ import annotations
 
 import argparse
-import io
 import multiprocessing
 import os
 import statistics
@@ -105,31 +104,10 @@ STDIO_CASES = [StdioTest(f"{i} {i + 1}\n", f"{2 * i + 1}\n") for i in range(100)
 
 
 def _bare_stdio_loop(program: str, cases: list[tuple[str, str]], out) -> None:
-    """One process of the bare baseline: the program compiled once, then per case a fork that reads the
-    case's stdin and writes its stdout (memfds), a wait, and an exact comparison; no isolation, no limits."""
-    code = compile(program, "solution.py", "exec")
-    ok = 0
-    for given, expected in cases:
-        in_fd, out_fd = os.memfd_create("stdin"), os.memfd_create("stdout")
-        os.write(in_fd, given.encode())
-        os.lseek(in_fd, 0, os.SEEK_SET)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.dup2(in_fd, 0)
-                os.dup2(out_fd, 1)
-                sys.stdin = io.open(0, "r", closefd=False)
-                sys.stdout = io.open(1, "w", closefd=False)
-                exec(code, {"__name__": "__main__"})
-                sys.stdout.flush()
-            except BaseException:  # noqa: BLE001
-                os._exit(1)
-            os._exit(0)
-        status = os.waitpid(pid, 0)[1]
-        ok += status == 0 and os.pread(out_fd, 1 << 20, 0).decode() == expected
-        os.close(in_fd)
-        os.close(out_fd)
-    out.put(ok)
+    """One process of the bare baseline (benchmarks/_bare_loop.py)."""
+    from _bare_loop import run_cases
+
+    out.put(run_cases(program, cases))
 
 
 def bare_fork_per_case(workers: int, repeats: int) -> tuple[float, int]:
@@ -154,30 +132,11 @@ import importlib, io, json, os, sys
 config = json.loads(sys.stdin.readline())
 for name in config["preload"]:
     importlib.import_module(name)
-code = compile(config["program"], "solution.py", "exec")
+sys.path.insert(0, config["bench_dir"])
+from _bare_loop import run_cases  # noqa: E402  (benchmarks/_bare_loop.py: standard library only)
 print("ready", flush=True)
 sys.stdin.readline()
-ok = 0
-for given, expected in config["cases"]:
-    in_fd, out_fd = os.memfd_create("stdin"), os.memfd_create("stdout")
-    os.write(in_fd, given.encode())
-    os.lseek(in_fd, 0, os.SEEK_SET)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.dup2(in_fd, 0)
-            os.dup2(out_fd, 1)
-            sys.stdin = io.open(0, "r", closefd=False)
-            sys.stdout = io.open(1, "w", closefd=False)
-            exec(code, {"__name__": "__main__"})
-            sys.stdout.flush()
-        except BaseException:
-            os._exit(1)
-        os._exit(0)
-    status = os.waitpid(pid, 0)[1]
-    ok += status == 0 and os.pread(out_fd, 1 << 20, 0).decode() == expected
-    os.close(in_fd)
-    os.close(out_fd)
+ok = run_cases(config["program"], config["cases"])
 sys.__stdout__.write(f"{ok}\\n")
 sys.__stdout__.flush()
 """
@@ -195,6 +154,7 @@ def bare_fork_per_case_lean(workers: int, repeats: int) -> tuple[float, int]:
                               text=True) for _ in range(workers)]
     for i, p in enumerate(procs):
         p.stdin.write(json.dumps({"preload": list(DEFAULT_PRELOAD), "program": STDIO_PROGRAM,
+                                  "bench_dir": str(Path(__file__).resolve().parent),
                                   "cases": cases[i::workers]}) + "\n")
         p.stdin.flush()
     for p in procs:
