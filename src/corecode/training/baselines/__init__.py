@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["METHODS", "run_method"]
+__all__ = ["METHODS", "run_method", "check_option_names"]
 
 # name -> "module:function" (None: the CoRe-Code stages themselves)
 METHODS: dict[str, str | None] = {
@@ -35,3 +35,15 @@ def run_method(config: Any, problems: list[Any], validation: list[Any]) -> dict[
         raise ValueError("method=corecode runs through corecode.training.runner, not run_method")
     module_name, _, function = target.partition(":")
     return getattr(importlib.import_module(module_name), function)(config, problems, validation)
+
+
+def check_option_names(method: str, options_class: type, given: Any) -> None:
+    """Refuse ``method_options`` keys that ``options_class`` (a dataclass) has no field for, naming the valid ones."""
+    from dataclasses import fields
+
+    from corecode.errors import ConfigError
+
+    valid = {f.name for f in fields(options_class)}
+    unknown = sorted(set(given or {}) - valid)
+    if unknown:
+        raise ConfigError(f"method={method} has no option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")

@@ -37,7 +37,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from corecode.errors import ConfigError, SandboxError
 from corecode.rewards import ExecutionLog, GroupLayout, completion_text
 from corecode.rewards.alignment import AlignmentSample, alignment_inputs, alignment_reward, sample_from_trace
 from corecode.rewards.trl_rewards import PROGRAM_BUILDERS, Executor, program_key, prompt_keys
+from corecode.training.baselines import check_option_names
 from corecode.types import Problem
 
 __all__ = ["CodeRLPlusOptions", "MixedPrompts", "MixedSampler", "CodeRLPlusReward", "code_rows", "append_prediction",
@@ -87,11 +88,7 @@ class CodeRLPlusOptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> "CodeRLPlusOptions":
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - valid)
-        if unknown:
-            raise ConfigError(
-                f"method=coderl_plus has no option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
+        check_option_names("coderl_plus", cls, options)
         return cls(**dict(options))
 
 

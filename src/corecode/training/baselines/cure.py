@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from corecode.parsing.unit_tests import INPUT_MARKER, OUTPUT_MARKER, GeneratedTe
 from corecode.rewards import ExecutionLog, GroupLayout
 from corecode.rewards.cure import cure_task_rewards
 from corecode.rewards.trl_rewards import Executor, completion_text, prompt_keys
+from corecode.training.baselines import check_option_names
 from corecode.types import IOMode, Problem, Status, TestCase
 
 __all__ = ["CureOptions", "cure_rows", "CureReward", "TaskPairSampler", "generated_test_of", "train"]
@@ -75,10 +76,7 @@ class CureOptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> "CureOptions":
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - valid)
-        if unknown:
-            raise ConfigError(f"method=cure has no option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
+        check_option_names("cure", cls, options)
         return cls(**dict(options))
 
 

@@ -42,11 +42,12 @@ import hashlib
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corecode.errors import ConfigError, TrainingError
+from corecode.training.baselines import check_option_names
 from corecode.types import Problem
 
 __all__ = ["FocusedDPOOptions", "SUPPORTED_TRL", "require_supported_trl", "split_pair", "pair_weights", "pick_pair",
@@ -99,10 +100,7 @@ class FocusedDPOOptions:
     @classmethod
     def from_config(cls, config: Any) -> "FocusedDPOOptions":
         given = dict(config.method_options or {})
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(given) - valid)
-        if unknown:
-            raise ConfigError(f"unknown focused_dpo option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}")
+        check_option_names("focused_dpo", cls, given)
         if "dpo" in given and not isinstance(given["dpo"], dict):
             raise ConfigError("focused_dpo: dpo must be a mapping of DPOConfig fields")
         for name in ("sample_temperature", "sample_top_p", "middle_weight", "beta"):
