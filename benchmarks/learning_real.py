@@ -41,7 +41,7 @@ from typing import Any
 BUILTIN = "qwen2.5-coder-0.5b"
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mbpp" / "mbpp.jsonl"
 
-SMOKE = {"train_pool": 3, "train_problems": 2, "heldout": 3, "filter_plans": 1, "filter_programs": 2,
+SMOKE = {"train_pool": 3, "train_problems": 2, "heldout": 3, "filter_plans": 1, "filter_programs": 2, "problems_per_step": 1,
          "stage1_steps": 1, "stage2_steps": 1, "num_generations": 2, "plan_tokens": 96, "code_tokens": 160,
          "fill_unfiltered": True}
 
@@ -60,16 +60,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--heldout", type=int, default=100, help="held-out problems: MBPP validation, then test")
     parser.add_argument("--filter-plans", type=int, default=2, help="base plans per problem in the filter")
     parser.add_argument("--filter-programs", type=int, default=2, help="base programs per plan in the filter")
-    parser.add_argument("--stage1-steps", type=int, default=24, help="GRPO steps of stage 1 (one problem each)")
+    parser.add_argument("--stage1-steps", type=int, default=16, help="GRPO steps of stage 1")
     parser.add_argument("--stage1-eval-steps", type=int, default=None,
                         help="stage-1 validation every N steps (default: half the steps: start, middle, end; "
                         "0: start and end only, ~15 min less on 2 cores)")
-    parser.add_argument("--stage2-steps", type=int, default=12, help="GRPO steps of stage 2 (one problem each)")
+    parser.add_argument("--stage2-steps", type=int, default=8, help="GRPO steps of stage 2")
+    parser.add_argument("--problems-per-step", type=int, default=4,
+                        help="training problems per GRPO step (rows per step = G x this); the first design used 1, "
+                        "and its per-step reward mostly said which problem it was")
+    parser.add_argument("--format-penalty", type=float, default=0.25,
+                        help="R_plan's format penalty (rewards.format_penalty); at the library's 0.1 the first "
+                        "design's Planner dropped its headings (format rate 0.53 -> 0.22)")
+    parser.add_argument("--reuse-filter", default=None, metavar="FILTER_SUMMARY_JSON",
+                        help="train on the problems an earlier run's filter kept (its filter-summary.json, "
+                        "e.g. docs/results/learning-real-filter-summary.json) instead of measuring the pool again")
     parser.add_argument("--num-generations", type=int, default=4, help="G: completions per problem")
     parser.add_argument("--plan-tokens", type=int, default=160, help="max tokens of a plan (short plans: fast)")
     parser.add_argument("--code-tokens", type=int, default=256, help="max tokens of a program")
-    parser.add_argument("--learning-rate", type=float, default=1e-4, help="LoRA learning rate")
-    parser.add_argument("--beta", type=float, default=0.01, help="KL coefficient (0: no reference pass, no KL log)")
+    parser.add_argument("--learning-rate", type=float, default=2e-4, help="LoRA learning rate")
+    parser.add_argument("--beta", type=float, default=0.04, help="KL coefficient (0: no reference pass, no KL log)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generation-batch-size", type=int, default=16,
                         help="rows per generate() call of the in-process models (policy and frozen partner)")
@@ -120,6 +129,17 @@ def filter_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> lis
     from corecode.sandbox import Sandbox, SandboxConfig
     from corecode.training.models import resolve_model
 
+    if args.reuse_filter:
+        summary = json.loads(Path(args.reuse_filter).read_text(encoding="utf-8"))
+        known = {p.id for p in pool}
+        chosen = [tid for tid in summary["trained_on"] if tid in known][: args.train_problems]
+        if len(chosen) != len(summary["trained_on"][: args.train_problems]):
+            raise SystemExit(f"{args.reuse_filter}: trained_on names problems outside the --train-pool {len(pool)}")
+        summary["trained_on"] = chosen
+        summary["reused_from"] = str(args.reuse_filter)
+        (out / "filter-summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+        log(f"filter: reusing {args.reuse_filter}: {len(chosen)} training problems")
+        return chosen
     path = out / "filter.jsonl"
     rows = {r["problem_id"]: r for r in _read_rows(path)}
     path.write_text("".join(json.dumps(rows[p.id]) + "\n" for p in pool if p.id in rows), encoding="utf-8")
@@ -202,12 +222,12 @@ def _common(args: argparse.Namespace, heldout: list[Any], train_ids: list[str]) 
     overrides = [
         "benchmark=mbpp", "split=train", f"problem_ids={ids}",
         "validation_split=validation+test", f"validation_ids={heldout_ids}", f"validation_limit={len(heldout)}",
-        f"num_generations={args.num_generations}", f"per_device_train_batch_size={args.num_generations}",
+        f"num_generations={args.num_generations}", f"per_device_train_batch_size={args.num_generations * args.problems_per_step}",
         "coder_samples=2", f"learning_rate={args.learning_rate:.4e}", f"beta={args.beta:.4e}",  # YAML floats need a dot
         "temperature=1.0", "coder_temperature=1.0", "use_lora=true", "lora_r=16", "lora_alpha=32", "bf16=true",
         "save_steps=1", "grpo.save_total_limit=2", "grpo.gradient_checkpointing=false", "sandbox_workers=2",
         "report_to=[tensorboard]", "log_completions=false", f"seed={args.seed}",
-        f"generation_batch_size={args.generation_batch_size}",
+        f"generation_batch_size={args.generation_batch_size}", f"rewards.format_penalty={args.format_penalty:.4e}",
     ]
     if args.data_path:
         overrides.append(f"data_path={args.data_path}")

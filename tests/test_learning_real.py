@@ -54,3 +54,18 @@ def test_report_has_the_validation_tables_with_intervals_and_the_change(lr, tmp_
     assert "| 60 |" in text and "+15.0 [+6.4, +23.6], 25 up / 4 down" in text
     assert "reward 0.250 -> 0.450" in text  # first 2 vs last 2 of 4 steps
     assert (tmp_path / "report.md").read_text() == text
+
+
+def test_reuse_filter_takes_an_earlier_runs_kept_problems_and_refuses_unknown_ids(lr, tmp_path):
+    pool, _ = lr.load_sets(lr.parse_args(["--data-path", "", "--train-pool", "10", "--heldout", "3"]))
+    summary = tmp_path / "earlier.json"
+    summary.write_text(json.dumps({"pool": 10, "kept": 2, "trained_on": [pool[3].id, pool[7].id]}))
+    out = tmp_path / "run"
+    out.mkdir()
+    args = lr.parse_args(["--data-path", "", "--reuse-filter", str(summary), "--train-problems", "1"])
+    assert lr.filter_problems(args, pool, out) == [pool[3].id]  # no model loaded: nothing is measured
+    assert json.loads((out / "filter-summary.json").read_text())["reused_from"] == str(summary)
+    summary.write_text(json.dumps({"trained_on": ["mbpp/999999"]}))
+    with pytest.raises(SystemExit, match="outside the --train-pool"):
+        lr.filter_problems(args, pool, out)
+    assert lr.parse_args(["--problems-per-step", "4", "--num-generations", "4"]).problems_per_step == 4
