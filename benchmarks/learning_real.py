@@ -222,7 +222,10 @@ def _common(args: argparse.Namespace, heldout: list[Any], train_ids: list[str]) 
     overrides = [
         "benchmark=mbpp", "split=train", f"problem_ids={ids}",
         "validation_split=validation+test", f"validation_ids={heldout_ids}", f"validation_limit={len(heldout)}",
-        f"num_generations={args.num_generations}", f"per_device_train_batch_size={args.num_generations * args.problems_per_step}",
+        f"num_generations={args.num_generations}", f"per_device_train_batch_size={args.num_generations}",
+        # one problem's group per forward/backward, --problems-per-step of them per optimizer step: 16 rows of
+        # ~700 tokens in one backward (stage 2's prompt + plan + program) held 24 GB and was OOM-killed
+        f"gradient_accumulation_steps={args.problems_per_step}",
         "coder_samples=2", f"learning_rate={args.learning_rate:.4e}", f"beta={args.beta:.4e}",  # YAML floats need a dot
         "temperature=1.0", "coder_temperature=1.0", "use_lora=true", "lora_r=16", "lora_alpha=32", "bf16=true",
         "save_steps=1", "grpo.save_total_limit=2", "grpo.gradient_checkpointing=false", "sandbox_workers=2",

@@ -69,3 +69,14 @@ def test_reuse_filter_takes_an_earlier_runs_kept_problems_and_refuses_unknown_id
     with pytest.raises(SystemExit, match="outside the --train-pool"):
         lr.filter_problems(args, pool, out)
     assert lr.parse_args(["--problems-per-step", "4", "--num-generations", "4"]).problems_per_step == 4
+
+
+def test_problems_per_step_are_accumulated_not_one_big_backward(lr):
+    # stage 2 with 16 rows of ~700 tokens in one backward held 24 GB on the 2-core machine and was OOM-killed
+    args = lr.parse_args(["--problems-per-step", "4", "--num-generations", "4"])
+    overrides = lr._common(args, [], ["mbpp/602"])
+    assert "per_device_train_batch_size=4" in overrides and "gradient_accumulation_steps=4" in overrides
+    from corecode.training import load_config
+
+    config = load_config(None, overrides + ["stage=coder", "output_dir=/tmp/unused"])
+    assert config.per_device_train_batch_size * config.gradient_accumulation_steps == 16
