@@ -121,25 +121,34 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def reused_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> list[str]:
+    """The training problems an earlier run's filter kept (``--reuse-filter``), checked against the pool."""
+    path = Path(args.reuse_filter)
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(summary.get("trained_on"), list):
+        raise SystemExit(f"{path}: no 'trained_on' list (a filter-summary.json of learning_real.py is expected)")
+    known = {p.id for p in pool}
+    unknown = [tid for tid in summary["trained_on"] if tid not in known]
+    if unknown:
+        raise SystemExit(f"{path}: trained_on names problems outside the --train-pool {len(pool)}: {unknown[:5]}; "
+                         "raise --train-pool")
+    summary["trained_on"] = summary["trained_on"][: args.train_problems]
+    summary["reused_from"] = str(path)
+    (out / "filter-summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    log(f"filter: reusing {path}: {len(summary['trained_on'])} training problems")
+    return summary["trained_on"]
+
+
 def filter_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> list[str]:
-    """The kept training problem ids, measuring each pool problem once (filter.jsonl)."""
+    """The kept training problem ids, measuring each pool problem once (filter.jsonl), or an earlier run's."""
+    if args.reuse_filter:
+        return reused_problems(args, pool, out)
     from corecode.agents import TaskView, render_prompt, shown_plan
     from corecode.backends import SamplingConfig, load_backend
     from corecode.rewards.trl_rewards import program_for, sandbox_executor
     from corecode.sandbox import Sandbox, SandboxConfig
     from corecode.training.models import resolve_model
 
-    if args.reuse_filter:
-        summary = json.loads(Path(args.reuse_filter).read_text(encoding="utf-8"))
-        known = {p.id for p in pool}
-        chosen = [tid for tid in summary["trained_on"] if tid in known][: args.train_problems]
-        if len(chosen) != len(summary["trained_on"][: args.train_problems]):
-            raise SystemExit(f"{args.reuse_filter}: trained_on names problems outside the --train-pool {len(pool)}")
-        summary["trained_on"] = chosen
-        summary["reused_from"] = str(args.reuse_filter)
-        (out / "filter-summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-        log(f"filter: reusing {args.reuse_filter}: {len(chosen)} training problems")
-        return chosen
     path = out / "filter.jsonl"
     rows = {r["problem_id"]: r for r in _read_rows(path)}
     path.write_text("".join(json.dumps(rows[p.id]) + "\n" for p in pool if p.id in rows), encoding="utf-8")
