@@ -132,6 +132,24 @@ def test_a_resumed_stage_does_not_measure_its_starting_step_again_and_compares_w
     plans[0], State.global_step = "3", 4
     resumed.on_train_end(None, State, None, model=None)
     assert resumed.history[0]["vs_start"]["step"] == 0 and resumed.history[0]["vs_start"]["cg"]["diff"] == 100.0
+    # the frozen Coder's alone programs come from the first run's row: only the 20 with-plan programs are new
+    assert len(calls) == 20 and resumed.history[0]["pass1_alone"] == 0.5
+
+
+def test_a_restart_takes_the_alone_outcomes_only_from_a_row_of_the_same_problems(tmp_path):
+    callbacks = _callbacks()
+    probe = _probe(["x"], [])
+    row = probe.measure(None)
+    fresh = _probe(["x"], [])
+    assert fresh.reuse_alone(row) and fresh._alone == probe._alone
+    other = dict(row, per_problem={**row["per_problem"], "number-99": [1, 1]})  # a problem not validated now
+    assert not _probe(["x"], []).reuse_alone(other)
+    partial = dict(row, per_problem={k: v for k, v in row["per_problem"].items() if k != "number-30"})
+    again = _probe(["x"], [])
+    assert again.reuse_alone(partial) and again._alone[0] is None and again._alone[1:] == probe._alone[1:]
+    again.fixed_alone = False  # a Coder that trains (stage 2) is measured anew
+    again._alone = None
+    assert not again.reuse_alone(row) and again._alone is None
 
 
 def test_what_the_recalled_problem_says_decides_the_programs_of_the_retrieval_toy():

@@ -49,6 +49,18 @@ class CollaborationProbe:
     fixed_alone: bool = False
     _alone: list[bool | None] | None = field(default=None, init=False, repr=False)
 
+    def reuse_alone(self, row: dict[str, Any]) -> bool:
+        """Take the frozen Coder's alone outcomes from an earlier validation ``row`` of this stage (a restarted
+        run: the Coder and the problems are the same, so its greedy programs are too). Only with
+        ``fixed_alone``; a problem the row left out (a sandbox error on our side) stays out. False when the
+        row does not cover these problems."""
+        per_problem = row.get("per_problem") or {}
+        ids = [p.id for p in self.problems]
+        if not self.fixed_alone or not per_problem or not set(per_problem) <= set(ids):
+            return False
+        self._alone = [None if tid not in per_problem else bool(per_problem[tid][0]) for tid in ids]
+        return True
+
     def measure(self, model: Any) -> dict[str, Any]:
         views = [TaskView.from_problem(p) for p in self.problems]
         plans = self.plans(model) if self.plans is not None else None
@@ -134,6 +146,8 @@ class ValidationCallback(TrainerCallback):
         # rows an interrupted run of this stage already wrote: the resumed run does not measure its starting
         # step again, and compares with the stage's first validation
         self.logged = _read_jsonl(self.stage_dir / "validation.jsonl")
+        if self.logged:  # and the frozen Coder's programs alone need not be written and run again
+            probe.reuse_alone(self.logged[0])
 
     def _run(self, state: Any, model: Any) -> None:
         if not state.is_world_process_zero or any(h["step"] == state.global_step for h in self.history):
