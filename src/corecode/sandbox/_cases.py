@@ -286,12 +286,7 @@ def _template_main(sock_fd: int, ctx: dict, public: dict) -> None:
     for target in range(SOCK_FD):  # kept occupied, so that a case's descriptors arrive above them
         os.dup2(NULL_FD, target)
     os.chdir("/")  # each case enters the job dir by path: it is made anew after every case
-    os.environ.clear()
-    os.environ.update({"HOME": ctx["jobdir"], "TMPDIR": ctx["jobdir"], "PATH": "/usr/local/bin:/usr/bin:/bin",
-                       "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
-                       "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    if "tempfile" in sys.modules:
-        sys.modules["tempfile"].tempdir = ctx["jobdir"]
+    _run.set_job_environment(ctx["jobdir"])
     iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
     iso.prctl(iso.PR_SET_DUMPABLE, 0)  # without root the cases share our uid: no ptrace, no /proc/N/mem
     limits = ctx["limits"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
+import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -33,6 +34,78 @@ _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+# fork(2) through the C library, the GIL held (PyDLL): no Python-level fork handlers run in the child.
+# ``os.fork`` runs them (threading re-creates its locks and thread table in Python, random re-seeds from
+# the kernel), ~110 copy-on-write page faults per fork here. Only in a process with one thread (no lock
+# of the interpreter or of a library can be held by another thread at the fork): job leaders, which are
+# our own code and use no random numbers, and program children where ``quiet_fork_safe`` says every
+# hook is one ``after_quiet_fork`` stands in for.
+_fork_raw = ctypes.PyDLL(None, use_errno=True).fork
+_fork_raw.argtypes = []
+_fork_raw.restype = ctypes.c_int
+
+
+def fork_quiet() -> int:
+    """``os.fork`` without the interpreter's after-fork hooks (see above); the pid, 0 in the child."""
+    pid = _fork_raw()
+    if pid < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"fork: {os.strerror(err)}")
+    return pid
+
+
+def after_quiet_fork() -> None:
+    """In a child of ``fork_quiet`` that will run a program: what the standard library's fork hooks do
+    that a program could notice. Only ``random``'s matters: a fresh seed, as after ``os.fork``
+    (``threading``'s, ``logging``'s and ``concurrent.futures``' re-create locks and thread tables, which
+    in a single-threaded parent are already in the state they would be set to)."""
+    rnd = sys.modules.get("random")
+    if rnd is not None:
+        rnd._inst.seed()
+
+
+def one_thread() -> bool:
+    """Whether this process has a single thread (of any kind: /proc, not only Python's threads)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def quiet_fork_safe() -> bool:
+    """Whether every Python fork hook this process may hold is one ``after_quiet_fork`` stands in for.
+
+    True when it has one thread and every module loaded outside the standard library is Python source
+    that never calls ``register_at_fork`` (the sandbox's own, and what ``site`` loads from ``.pth`` files);
+    the standard library's hooks are random's, threading's, logging's and concurrent.futures'. A
+    ``preload`` of anything else (a C extension, a library with its own hook) turns quiet forks of program
+    children off. C-level ``pthread_atfork`` handlers run either way (``fork_quiet`` is the C library's
+    fork).
+    """
+    if not one_thread():
+        return False
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] in sys.stdlib_module_names or module is None:
+            continue
+        path = getattr(module, "__file__", None)
+        if path is None:
+            if getattr(module, "__path__", None) is not None or name == "__main__":  # no code of its own
+                continue
+            return False
+        if os.path.dirname(os.path.abspath(path)) == here:  # the sandbox's own modules: none has a hook
+            continue
+        if not path.endswith(".py"):
+            return False
+        try:
+            with open(path, "rb") as f:
+                if b"register_at_fork" in f.read():
+                    return False
+        except OSError:
+            return False
+    return True
 
 
 def _check(ret: int, what: str) -> None:

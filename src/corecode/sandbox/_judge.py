@@ -400,7 +400,9 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
             continue
         spec = specs[local]
         # Measured here, from the job's cgroups (or /proc), which the program cannot write; the worker
-        # only hears of the boundary (one way, no round trip) to apply the test's CPU and wall limits.
+        # only hears where each test begins (one way, no round trip) to apply the test's CPU and wall
+        # limits. No "end": a test's limits hold until the next test begins or the judge replies (the
+        # program only waits for the next call in between), which saves the worker a wake-up per test.
         c0 = meter.cpu()
         meter.reset_peak()
         t0 = time.monotonic()
@@ -436,7 +438,6 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
         wall = time.monotonic() - t0
         fields = {"cpu_time_s": max(0.0, meter.cpu() - c0), "wall_time_s": wall,
                   "peak_memory_bytes": int(meter.peak() or 0)}
-        events.send("end", local)
         status = outcome.pop("status")
         out.append(vd.result(index, status, **outcome, **fields))
     return out
