@@ -1,10 +1,12 @@
-"""Sampling the LoRA policy: through the adapter (PEFT's layers) vs through a merged copy (PolicyBackend).
+"""Sampling the LoRA policy: through the adapter (PEFT's layers) vs through a merged copy.
 
-Validation samples the policy being trained (stage 1's plans, stage 2's programs). PEFT's LoRA layers add
-two small matmuls and fp32 casts to every linear layer; PolicyBackend now samples from a copy with the
-adapter merged into the weights (``corecode.training.partners.merged_for_generation``). This script runs
-both on the same model, prompts and greedy settings, alternating, and prints the CPU time and wall time of
-each and the ratio; the merged copy's cost (copy + merge) is timed separately and counted in "merged".
+Validation samples the policy being trained (stage 1's plans, stage 2's programs) through
+``corecode.training.partners.PolicyBackend``, i.e. through PEFT's LoRA layers, which add two small matmuls
+and fp32 casts to every linear layer. Would sampling a copy with the adapter merged into the weights be
+faster? This script runs both on the same model, prompts and greedy settings, alternating, and prints the
+CPU time and wall time of each and the ratio; the copy's cost (deepcopy + merge) is timed separately and
+counted in "merged". The answer (docs/training.md, "Measurements") decided that PolicyBackend stays on the
+adapter.
 
     python benchmarks/policy_generation.py                      # built-in Qwen2.5-Coder-0.5B, bf16, LoRA r16
     python benchmarks/policy_generation.py --rounds 3 --tokens 128
@@ -15,6 +17,7 @@ CPU time is the process's (both threads), so the ratio holds up better than wall
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import time
 
@@ -33,7 +36,6 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from corecode.training.models import resolve_model
-    from corecode.training.partners import merged_for_generation
 
     torch.set_num_threads(args.threads)
     path = resolve_model(args.model)
@@ -57,6 +59,9 @@ def main() -> None:
         cpu, wall = time.process_time(), time.perf_counter()
         fn()
         return time.process_time() - cpu, time.perf_counter() - wall
+
+    def merged_for_generation(model):
+        return copy.deepcopy(model).merge_and_unload()
 
     def merged_way() -> None:
         merged = merged_for_generation(policy)

@@ -24,7 +24,7 @@ from corecode.errors import TrainingError
 from corecode.training.models import distributed_state
 from corecode.types import Problem
 
-__all__ = ["partner_backend", "PolicyBackend", "merged_for_generation", "coder_writer", "checkpoint_hash", "PlanCache"]
+__all__ = ["partner_backend", "PolicyBackend", "coder_writer", "checkpoint_hash", "PlanCache"]
 
 
 def partner_backend(spec: str | None, checkpoint: str, bf16: bool, batch_size: int = 8) -> Backend:
@@ -56,50 +56,15 @@ class PolicyBackend(TransformersBackend):
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
     def generate(self, conversations, sampling, n=1):
-        policy = self.model
-        was_training = policy.training
-        policy.eval()
-        merged = merged_for_generation(policy)
-        if merged is not None:
-            self.model = merged
+        was_training = self.model.training
+        self.model.eval()
         try:
             return super().generate(conversations, sampling, n)
         finally:
-            self.model = policy
-            policy.train(was_training)
+            self.model.train(was_training)
 
     def close(self) -> None:
         self.model = None
-
-
-def merged_for_generation(model: Any) -> Any | None:
-    """A copy of a LoRA policy with its adapter merged into the weights, for sampling; None when ``model`` has no
-    unmerged adapter, or when its weights are sharded (ZeRO-3 / FSDP leave each rank a slice or an empty
-    placeholder, so a local copy would merge the wrong thing).
-
-    The adapter's extra matmuls and fp32 casts on every layer cost decoding time that a merged copy does not
-    pay (``benchmarks/policy_generation.py`` measures both; figures in docs/training.md). The merged copy is also what
-    the stage's final checkpoint is (``save_final`` merges), so validation samples what the next stage gets.
-    The policy itself is untouched (merging in place and back would round its bf16 weights twice).
-    """
-    if not callable(getattr(model, "merge_and_unload", None)) or not getattr(model, "peft_config", None):
-        return None
-    params = list(model.parameters())
-    if any(p.numel() == 0 for p in params):
-        return None
-    from peft.tuners.tuners_utils import BaseTunerLayer
-
-    if any(getattr(m, "merged", False) for m in model.modules() if isinstance(m, BaseTunerLayer)):
-        return None
-    grads = [p.grad for p in params]
-    for p in params:  # the copy needs the weights, not the gradients being accumulated
-        p.grad = None
-    try:
-        merged = copy.deepcopy(model)
-    finally:
-        for p, grad in zip(params, grads):
-            p.grad = grad
-    return merged.merge_and_unload().eval()
 
 
 def coder_writer(backend: Backend, sampling: SamplingConfig, samples: int):
