@@ -748,6 +748,11 @@ def _become_judge(ctx: dict, keep: set[int]) -> None:
     os.environ.clear()
     os.environ.update({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
     _ENV_OF[0] = None
+    # The worker set tempfile's directory to the job dir for its job children (set_job_environment); the
+    # judge runs trusted test and checker code, whose temporary files must never land where the program
+    # (the same uid without root) can read them (red team: a test's temp file with the expected value).
+    if "tempfile" in sys.modules:
+        sys.modules["tempfile"].tempdir = None
     if ctx["uid_drop"] or ctx["user_namespace"]:
         iso.drop_to_job_user(ctx["judge_uid"], ctx["user_namespace"])
     iso.prctl(iso.PR_SET_DUMPABLE, 0)  # the program (same uid without root) cannot ptrace or read us
