@@ -23,6 +23,7 @@ One command, resumable after any interruption (rerun the same command: every ste
 
     python benchmarks/learning_real.py --out runs/learning-real            # the full run (torch uses every core)
     OMP_NUM_THREADS=1 python benchmarks/learning_real.py --out /tmp/lr-smoke --smoke         # the path, minutes
+    python benchmarks/learning_real.py --out runs/learning-real --report-only                # report.md of a stopped run
 
 Checkpoints stay in ``--out``; only ``report.md`` and the curves belong in the docs.
 """
@@ -87,6 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fill-unfiltered", action="store_true",
                         help="when the filter keeps fewer than --train-problems, fill up with dropped problems "
                         "(smoke runs: a zero-variance problem gives GRPO nothing)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write report.md from what --out holds (e.g. a run stopped after stage 1) and exit")
     parser.add_argument("--smoke", action="store_true",
                         help="the smallest configuration (" + ", ".join(f"{k}={v}" for k, v in SMOKE.items()) + ")")
     args = parser.parse_args(argv)
@@ -301,7 +304,8 @@ def _diagnosis(stage_dir: Path) -> dict[str, Any]:
         return statistics.fmean(values) if values else None
 
     out: dict[str, Any] = {"steps": len(rows)}
-    for key in ("reward", "reward_std", "frac_reward_zero_std", "kl", "completions/mean_length", "plan_format_ok"):
+    for key in ("reward", "reward_std", "frac_reward_zero_std", "kl", "completions/mean_length",
+                "completions/clipped_ratio", "plan_format_ok"):  # clipped: the share cut at the token cap
         first, last = mean(key, rows[:window]), mean(key, rows[-window:])
         if first is not None:
             out[key] = (first, last)
@@ -312,8 +316,12 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
     s1 = _read_rows(out / "stage1" / "round1" / "planner" / "validation.jsonl")
     s2 = _read_rows(out / "stage2" / "round1" / "coder" / "validation.jsonl")
     filt = json.loads((out / "filter-summary.json").read_text()) if (out / "filter-summary.json").is_file() else {}
-    lines = ["# Collaborative training of the built-in Qwen2.5-Coder-0.5B pair on MBPP", "",
-             "Command: `python benchmarks/learning_real.py " + " ".join(sys.argv[1:]) + "`", ""]
+    lines = ["# Collaborative training of the built-in Qwen2.5-Coder-0.5B pair on MBPP", ""]
+    invocations = (out / "commands.txt").read_text(encoding="utf-8").splitlines() if (out / "commands.txt").is_file() else []
+    if invocations:  # every start of this run directory, restarts included (a changed schedule shows here)
+        lines += ["Invocations (UTC):", ""] + [f"- `{line}`" for line in invocations] + [""]
+    else:
+        lines += ["Command: `python benchmarks/learning_real.py " + " ".join(sys.argv[1:]) + "`", ""]
     if filt:
         lines += [f"Training-problem filter: {filt['kept']} of {filt['pool']} pool problems kept "
                   f"({100 * filt['kept_share']:.0f} %); dropped {filt['always_solved']} always solved, "
@@ -353,11 +361,19 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    out = Path(args.out)
+    if args.report_only:
+        if not out.is_dir():
+            raise SystemExit(f"--report-only: no run directory {out}")
+        print(write_report(args, out))
+        return
     import torch
 
     torch.set_num_threads(args.threads or len(os.sched_getaffinity(0)))
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    with (out / "commands.txt").open("a", encoding="utf-8") as fh:
+        fh.write(time.strftime("%Y-%m-%d %H:%M ", time.gmtime()) + "python benchmarks/learning_real.py "
+                 + " ".join(sys.argv[1:] if argv is None else argv) + "\n")
     started = time.time()
     pool, heldout = load_sets(args)
     train_ids = filter_problems(args, pool, out)

@@ -56,6 +56,24 @@ def test_report_has_the_validation_tables_with_intervals_and_the_change(lr, tmp_
     assert (tmp_path / "report.md").read_text() == text
 
 
+def test_report_only_lists_every_invocation_and_runs_nothing(lr, tmp_path, capsys):
+    stage1 = tmp_path / "stage1" / "round1" / "planner"
+    stage1.mkdir(parents=True)
+    row = {"step": 0, "n_problems": 100, "pass1_alone": 0.38, "pass1_with": 0.31, "cg_points": -7.0,
+           "cg_ci": [-16.0, 2.0], "cg_flips": {"with_better": 8, "alone_better": 15}}
+    (stage1 / "validation.jsonl").write_text(json.dumps(row) + "\n")
+    (tmp_path / "commands.txt").write_text("2026-12-02 00:17 python benchmarks/learning_real.py --stage1-steps 14\n"
+                                           "2026-12-02 01:26 python benchmarks/learning_real.py --stage1-steps 6\n")
+    lr.main(["--out", str(tmp_path), "--report-only"])  # no model is loaded: this returns in a second
+    text = (tmp_path / "report.md").read_text()
+    assert "- `2026-12-02 00:17 python benchmarks/learning_real.py --stage1-steps 14`" in text
+    assert "--stage1-steps 6`" in text and "| 0 | 38.0 | 31.0 | -7.0 [-16.0, +2.0] | 8 / 15 |" in text
+    assert (tmp_path / "commands.txt").read_text().count("\n") == 2, "--report-only is not an invocation"
+    assert not (tmp_path / "stage2").exists() and text in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no run directory"):
+        lr.main(["--out", str(tmp_path / "missing"), "--report-only"])
+
+
 def test_reuse_filter_takes_an_earlier_runs_kept_problems_and_refuses_unknown_ids(lr, tmp_path):
     pool, _ = lr.load_sets(lr.parse_args(["--data-path", "", "--train-pool", "10", "--heldout", "3"]))
     summary = tmp_path / "earlier.json"
