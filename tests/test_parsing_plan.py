@@ -21,13 +21,26 @@ def _plan(headings, sep="\n"):
         _plan(["Input Output Definition -", "Linear Progression -", "Conditional Logic -", "Iteration -"], " "),
         _plan(["Part 1: Input-Output Definition", "Part 2: Linear Progression", "Part 3: Conditional Logic", "Part 4: Iteration"]),
         _plan(["**1. Input-Output Definition**", "**2. Linear Progression**", "**3. Conditional Logic**", "**4. Iteration**"]),
+        # written by the built-in 0.5B Planner during the real experiment (runs/learning-real-3)
+        _plan(["### Algorithmic Thought: 1. Input-Output Definition", "### Algorithmic Thought: 2. Linear Progression",
+               "### Algorithmic Thought: 3. Conditional Logic", "### Algorithmic Thought: 4. Iteration"]),
+        _plan(["## Heading 1: Input-Output Definition", "## heading 2: Linear Progression", "## Heading 3: Conditional Logic",
+               "## Heading 4: Iteration"]),
     ],
-    ids=["markdown-numbered", "bold-inline", "paren-numbers", "authors-words", "dash", "part-n", "bold-numbered"],
+    ids=["markdown-numbered", "bold-inline", "paren-numbers", "authors-words", "dash", "part-n", "bold-numbered",
+         "titled", "heading-n"],
 )
 def test_four_parts_in_many_styles(text):
     plan = parse_plan(text)
     assert plan.missing == ()
     assert [plan.parts()[p] for p in PLAN_PARTS] == list(BODIES)
+
+
+def test_a_title_or_a_list_of_the_heading_names_is_not_a_plan():
+    # the title alone, or the four names listed without content, are still format misses
+    assert parse_plan("## Algorithmic Thought: the plan\nsort, then scan").missing == PLAN_PARTS
+    listed = "## Headings\n1. Input-Output Definition\n2. Linear Progression\n3. Conditional Logic\n4. Iteration"
+    assert parse_plan(listed).missing == PLAN_PARTS
 
 
 def test_missing_parts_are_listed_and_raw_kept():

@@ -47,9 +47,13 @@ _WEAK: dict[str, str] = {
     "iteration": r"loops?|repetition",
 }
 _SUFFIX = r"(?:\s+(?:definition|structure|logic|section|part|steps|and\s+bounds))*(?:\s*\([^)]*\))?"
+# Before the number: a bare "Algorithmic Thought:" title (the 0.5B Planner wrote
+# "### Algorithmic Thought: 1. Input-Output Definition") and the words part / step / section / heading
+# ("## Heading 1: Input-Output Definition", from the prompt's "use exactly these four headings").
 _PREFIX = (
     r"^[ \t]*(?:#{1,6}[ \t]*)?(?:[*_]{1,3}[ \t]*)?"
-    r"(?:(?:part|step|section)[ \t]*)?(?:\(?(?:\d{1,2}|[ivx]{1,4}|[a-d])(?:[.):]|[ \t]+[-–—])|\(?\d{1,2}\))?[ \t]*"
+    r"(?:algorithmic[ \t]+thought[ \t]*[:\-–—][ \t]*)?"
+    r"(?:(?:part|step|section|heading)[ \t]*)?(?:\(?(?:\d{1,2}|[ivx]{1,4}|[a-d])(?:[.):]|[ \t]+[-–—])|\(?\d{1,2}\))?[ \t]*"
     r"(?:[*_]{1,3}[ \t]*)?"
 )
 # After the heading words: the end of the line, or a separator followed by the part's first text.
