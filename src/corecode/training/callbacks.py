@@ -146,8 +146,9 @@ class ValidationCallback(TrainerCallback):
         # rows an interrupted run of this stage already wrote: the resumed run does not measure its starting
         # step again, and compares with the stage's first validation
         self.logged = _read_jsonl(self.stage_dir / "validation.jsonl")
-        if self.logged:  # and the frozen Coder's programs alone need not be written and run again
-            probe.reuse_alone(self.logged[0])
+        reuse_alone = getattr(probe, "reuse_alone", None)  # CollaborationProbe's; the debugger's probe has none
+        if self.logged and reuse_alone is not None:  # the frozen Coder's programs alone need not be run again
+            reuse_alone(self.logged[0])
 
     def _run(self, state: Any, model: Any) -> None:
         if not state.is_world_process_zero or any(h["step"] == state.global_step for h in self.history):
