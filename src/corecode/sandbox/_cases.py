@@ -26,7 +26,6 @@ Expected outputs never come here: the judge compares the outputs after all cases
 from __future__ import annotations
 
 import builtins
-import ctypes
 import gc
 import math
 import os
@@ -49,13 +48,10 @@ SOCK_FD, NULL_FD = 4, 5  # the template's socket and /dev/null; fds 0-3 are the 
 LAST_PID_FD = 6  # /proc/sys/kernel/ns_last_pid of the worker's PID namespace, where it can be written
 LAST_FD = 6
 
-# A fork without Python's at-fork machinery (it reseeds `random`, re-creates `threading`'s locks and runs
-# other modules' hooks: about half the cost of a fork here, mostly copy-on-write faults in both
-# processes). Safe in the template: it is single-threaded, holds no lock and imports nothing while it
-# forks, so there is nothing for those hooks to repair. The GIL stays held through the call (PyDLL).
-_raw_fork = ctypes.PyDLL(None).fork
-_raw_fork.restype = ctypes.c_int
-_raw_fork.argtypes = []
+# Cases are forked with ``iso.raw_fork``: without Python's at-fork machinery (it reseeds `random`,
+# re-creates `threading`'s locks and runs other modules' hooks: about half the cost of a fork here, mostly
+# copy-on-write faults in both processes). Safe in the template: it is single-threaded, holds no lock and
+# imports nothing while it forks, so there is nothing for those hooks to repair.
 
 
 class Template:
@@ -332,7 +328,7 @@ def _move(fd: int, target: int) -> None:
 
 
 def _serve_cases(sock, code, ctx: dict) -> None:
-    recvmsg, dup2, closerange, wait4, fork, send = sock.recvmsg, os.dup2, os.closerange, os.wait4, _raw_fork, sock.send
+    recvmsg, dup2, closerange, wait4, fork, send = sock.recvmsg, os.dup2, os.closerange, os.wait4, iso.raw_fork, sock.send
     exit_now, unpack, pack, unshare, new_ipc = os._exit, GO.unpack, DONE.pack, iso.unshare, iso.CLONE_NEWIPC
     fds_of, cmsg_space, size, _len = struct.Struct("<4i").unpack, socket.CMSG_SPACE(16), GO.size, len
     user_ns, uid_drop, job_uid = ctx["user_namespace"], ctx["uid_drop"], ctx["job_uid"]

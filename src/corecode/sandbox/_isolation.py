@@ -42,14 +42,15 @@ _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_u
 # of the interpreter or of a library can be held by another thread at the fork): job leaders, which are
 # our own code and use no random numbers, and program children where ``quiet_fork_safe`` says every
 # hook is one ``after_quiet_fork`` stands in for.
-_fork_raw = ctypes.PyDLL(None, use_errno=True).fork
-_fork_raw.argtypes = []
-_fork_raw.restype = ctypes.c_int
+# ``raw_fork`` returns -1 on failure (errno kept); the case template (``_cases``) calls it directly.
+raw_fork = ctypes.PyDLL(None, use_errno=True).fork
+raw_fork.argtypes = []
+raw_fork.restype = ctypes.c_int
 
 
 def fork_quiet() -> int:
     """``os.fork`` without the interpreter's after-fork hooks (see above); the pid, 0 in the child."""
-    pid = _fork_raw()
+    pid = raw_fork()
     if pid < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"fork: {os.strerror(err)}")
