@@ -9,6 +9,8 @@ One command, resumable after any interruption (rerun the same command: every ste
    ``--filter-programs`` programs per plan; problems whose programs all get the same pass rate (always or
    never solved: zero reward variance, nothing for GRPO) are dropped; their share is logged.
    ``filter.jsonl`` keeps one line per problem (a torn last line is dropped on restart).
+   ``--filter-by alone`` is ~10x cheaper: the base Coder alone writes ``--filter-programs`` programs per
+   problem, and a problem is kept when one of them passes a test (``filter-alone.jsonl``).
 3. **Stage 1** (``corecode train stage=planner``): the built-in 0.5B Planner (LoRA) against the frozen
    built-in 0.5B Coder, run in-process and batched (``generation_batch_size``: on 2 cores a batch of 16 rows
    makes ~100 tok/s with torch bf16 against ~27 tok/s for llama.cpp one sequence at a time), on the kept
@@ -60,7 +62,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--train-problems", type=int, default=32, help="at most this many kept problems train")
     parser.add_argument("--heldout", type=int, default=100, help="held-out problems: MBPP validation, then test")
     parser.add_argument("--filter-plans", type=int, default=2, help="base plans per problem in the filter")
-    parser.add_argument("--filter-programs", type=int, default=2, help="base programs per plan in the filter")
+    parser.add_argument("--filter-programs", type=int, default=2,
+                        help="base programs per plan in the filter (--filter-by alone: per problem)")
+    parser.add_argument("--filter-by", choices=("pair", "alone"), default="pair",
+                        help="pair: the base Planner's plans and the Coder's programs, keep problems whose pass rates "
+                             "differ; alone: the base Coder alone (no plan, ~10x cheaper), keep problems where one "
+                             "of its programs passes a test (always-solved ones too: the Planner must learn not to "
+                             "break them)")
+    parser.add_argument("--start-validation", default=None, metavar="RUN_DIR",
+                        help="take stage 1's step-0 validation row from an earlier run directory whose stage 1 had "
+                             "the same held-out problems, base models, token caps and seed (the untrained Planner's "
+                             "greedy plans are the same: ~12 min saved on 2 cores); checked against its config.yaml")
     parser.add_argument("--stage1-steps", type=int, default=16, help="GRPO steps of stage 1")
     parser.add_argument("--stage1-eval-steps", type=int, default=None,
                         help="stage-1 validation every N steps (default: half the steps: start, middle, end; "
@@ -146,6 +158,8 @@ def filter_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> lis
     """The kept training problem ids, measuring each pool problem once (filter.jsonl), or an earlier run's."""
     if args.reuse_filter:
         return reused_problems(args, pool, out)
+    if args.filter_by == "alone":
+        return filter_alone(args, pool, out)
     from corecode.agents import TaskView, render_prompt, shown_plan
     from corecode.backends import SamplingConfig, load_backend
     from corecode.rewards.trl_rewards import program_for, sandbox_executor
@@ -210,6 +224,73 @@ def filter_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> lis
     return chosen
 
 
+def filter_alone(args: argparse.Namespace, pool: list[Any], out: Path) -> list[str]:
+    """``--filter-by alone``: the base Coder alone writes ``--filter-programs`` programs per pool problem (no
+    plan, temperature 1.0, batched); a problem is kept when one of them passes at least one test. One line per
+    problem in filter-alone.jsonl (resumable like filter.jsonl)."""
+    from corecode.agents import TaskView, render_prompt
+    from corecode.backends import SamplingConfig, load_backend
+    from corecode.rewards.trl_rewards import program_for, sandbox_executor
+    from corecode.sandbox import Sandbox, SandboxConfig
+    from corecode.training.models import resolve_model
+
+    path = out / "filter-alone.jsonl"
+    rows = {r["problem_id"]: r for r in _read_rows(path)}
+    path.write_text("".join(json.dumps(rows[p.id]) + "\n" for p in pool if p.id in rows), encoding="utf-8")
+    todo = [p for p in pool if p.id not in rows]
+    if todo:
+        log(f"filter (Coder alone): {len(rows)} of {len(pool)} pool problems measured before; measuring {len(todo)}")
+        backend = load_backend(f"transformers:{resolve_model('builtin:' + BUILTIN)}", dtype="bfloat16",
+                               batch_size=args.generation_batch_size)
+        sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.code_tokens, seed=args.seed)
+        chunk = max(1, args.generation_batch_size // args.filter_programs)
+        try:
+            with Sandbox(SandboxConfig(workers=2)) as sandbox, path.open("a", encoding="utf-8") as fh:
+                execute = sandbox_executor(sandbox)
+                for start in range(0, len(todo), chunk):
+                    part = todo[start:start + chunk]
+                    groups = backend.generate([render_prompt("coder", TaskView.from_problem(p)) for p in part],
+                                              sampling, n=args.filter_programs)
+                    jobs = [(program_for(p, c.text), p) for p, group in zip(part, groups) for c in group]
+                    results = execute(jobs)
+                    per = args.filter_programs
+                    for i, problem in enumerate(part):
+                        mine = results[i * per:(i + 1) * per]
+                        rates = [None if r is None else r.n_passed / r.n_tests if r.n_tests else 0.0 for r in mine]
+                        rows[problem.id] = {"problem_id": problem.id, "pass_rates": rates}
+                        fh.write(json.dumps(rows[problem.id]) + "\n")
+                        log(f"filter {start + i + 1}/{len(todo)} {problem.id}: Coder alone, pass rates {rates}")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        finally:
+            backend.close()
+    kept, always, never, constant = classify_alone([p.id for p in pool], rows)
+    chosen = kept[: args.train_problems]
+    summary = {"filter_by": "alone", "pool": len(pool), "kept": len(kept), "always_solved": always,
+               "never_solved": never, "other_constant": constant, "kept_share": len(kept) / len(pool),
+               "trained_on": chosen}
+    (out / "filter-summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    log(f"filter (Coder alone): kept {len(kept)} of {len(pool)} ({100 * len(kept) / len(pool):.0f} %; {always} of them "
+        f"always solved alone); dropped {never} where no program passed a test")
+    if not chosen:
+        raise SystemExit("the filter kept no training problem: raise --train-pool or --filter-programs")
+    return chosen
+
+
+def classify_alone(ids: list[str], rows: dict[str, dict[str, Any]]) -> tuple[list[str], int, int, int]:
+    """``--filter-by alone``: kept ids (one of the Coder's programs passes a test: a plan can matter), the
+    number of those it always solves (kept), the number dropped (no test passed, or nothing measured) and 0."""
+    kept, always, never = [], 0, 0
+    for tid in ids:
+        rates = [r for r in rows[tid]["pass_rates"] if r is not None]
+        if rates and max(rates) > 0.0:
+            kept.append(tid)
+            always += min(rates) == 1.0
+        else:
+            never += 1
+    return kept, always, never, 0
+
+
 def classify(ids: list[str], rows: dict[str, dict[str, Any]]) -> tuple[list[str], int, int, int]:
     """Kept ids (the base pair's pass rates differ: GRPO gets a signal), and the counts of the dropped:
     always solved, never solved (or every program failed on our side), another constant pass rate."""
@@ -249,6 +330,32 @@ def _common(args: argparse.Namespace, heldout: list[Any], train_ids: list[str]) 
     return overrides
 
 
+START_KEYS = ("validation_split", "validation_ids", "planner_model", "coder_model", "max_completion_length",
+              "partner_max_tokens", "seed", "data_path", "coder_samples")
+
+
+def seed_start_validation(source: Path, stage_dir: Path, config: Any) -> None:
+    """``--start-validation``: copy the step-0 validation row of ``source``'s stage 1 into ``stage_dir`` (the
+    trainer then neither measures step 0 again nor the frozen Coder alone), after checking that everything
+    that decides that row is the same. A stage directory that has rows already is left alone."""
+    import yaml
+
+    target = stage_dir / "round1" / "planner" / "validation.jsonl"
+    if target.is_file():
+        return
+    theirs = yaml.safe_load((source / "stage1" / "config.yaml").read_text(encoding="utf-8"))
+    ours = yaml.safe_load(yaml.safe_dump(config.to_dict(), sort_keys=False))  # the same types as theirs
+    differ = [k for k in START_KEYS if theirs.get(k) != ours.get(k)]
+    if differ:
+        raise SystemExit(f"--start-validation {source}: its stage 1 differs in {differ}; its step-0 row does not apply")
+    rows = [r for r in _read_rows(source / "stage1" / "round1" / "planner" / "validation.jsonl") if r.get("step") == 0]
+    if not rows:
+        raise SystemExit(f"--start-validation {source}: no step-0 validation row")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({**rows[0], "copied_from": str(source)}) + "\n", encoding="utf-8")
+    log(f"stage 1: step-0 validation copied from {source} (CG {rows[0].get('cg_points')})")
+
+
 def run_stage1(args: argparse.Namespace, out: Path, heldout: list[Any], train_ids: list[str]) -> Path:
     from corecode.training import load_config, run_training
 
@@ -260,7 +367,10 @@ def run_stage1(args: argparse.Namespace, out: Path, heldout: list[Any], train_id
         f"max_completion_length={args.plan_tokens}", f"partner_max_tokens={args.code_tokens}",
     ]
     log(f"stage 1: {len(train_ids)} training problems, {args.stage1_steps} steps, {len(heldout)} held-out problems")
-    return Path(run_training(load_config(None, overrides))["planner"])
+    config = load_config(None, overrides)
+    if args.start_validation:
+        seed_start_validation(Path(args.start_validation), out / "stage1", config)
+    return Path(run_training(config)["planner"])
 
 
 def run_stage2(args: argparse.Namespace, out: Path, heldout: list[Any], train_ids: list[str], planner: Path) -> Path:
@@ -322,7 +432,12 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
         lines += ["Invocations (UTC):", ""] + [f"- `{line}`" for line in invocations] + [""]
     else:
         lines += ["Command: `python benchmarks/learning_real.py " + " ".join(sys.argv[1:]) + "`", ""]
-    if filt:
+    if filt.get("filter_by") == "alone":
+        lines += [f"Training-problem filter (the base Coder alone, no plan): {filt['kept']} of {filt['pool']} pool "
+                  f"problems kept ({100 * filt['kept_share']:.0f} %; {filt['always_solved']} of them always solved "
+                  f"alone); dropped {filt['never_solved']} where no program passed a test; trained on "
+                  f"{len(filt['trained_on'])}.", ""]
+    elif filt:
         lines += [f"Training-problem filter: {filt['kept']} of {filt['pool']} pool problems kept "
                   f"({100 * filt['kept_share']:.0f} %); dropped {filt['always_solved']} always solved, "
                   f"{filt['never_solved']} never solved, {filt['other_constant']} other zero-variance; trained on "

@@ -98,3 +98,50 @@ def test_problems_per_step_are_accumulated_not_one_big_backward(lr):
 
     config = load_config(None, overrides + ["stage=coder", "output_dir=/tmp/unused"])
     assert config.per_device_train_batch_size * config.gradient_accumulation_steps == 16
+
+
+def test_filter_by_coder_alone_keeps_problems_where_a_program_passes_a_test(lr):
+    rows = {
+        "a": {"pass_rates": [1.0, 1.0, 1.0, 1.0]},  # always solved alone: kept (a plan can still break it)
+        "b": {"pass_rates": [0.0, 0.0, 0.0, 0.0]},  # nothing passes: dropped
+        "c": {"pass_rates": [0.0, 0.5, 0.0, 0.0]},  # one test of one program: kept
+        "d": {"pass_rates": [None, None]},  # nothing measured: dropped
+        "e": {"pass_rates": [None, 1.0]},
+    }
+    assert lr.classify_alone(list(rows), rows) == (["a", "c", "e"], 2, 2, 0)
+    args = lr.parse_args(["--filter-by", "alone"])
+    assert args.filter_by == "alone" and lr.parse_args([]).filter_by == "pair"
+
+
+def _stage1_config(lr, **changes):
+    from corecode.training import load_config
+
+    args = lr.parse_args(["--data-path", "", "--plan-tokens", "256"])
+    overrides = lr._common(args, [], ["mbpp/602"]) + [
+        "stage=planner", "planner_model=builtin:qwen2.5-coder-0.5b", "coder_model=builtin:qwen2.5-coder-0.5b",
+        "validation_ids=[mbpp/511, mbpp/512]", "max_completion_length=256", "partner_max_tokens=256"]
+    return load_config(None, overrides + [f"{k}={v}" for k, v in changes.items()])
+
+
+def test_start_validation_copies_step_0_only_from_a_run_with_the_same_setup(lr, tmp_path):
+    import yaml
+
+    source = tmp_path / "earlier"
+    (source / "stage1" / "round1" / "planner").mkdir(parents=True)
+    (source / "stage1" / "config.yaml").write_text(yaml.safe_dump(_stage1_config(lr).to_dict()))
+    rows = [{"step": 0, "cg_points": -7.0, "per_problem": {"mbpp/511": [1, 0], "mbpp/512": [0, 0]}},
+            {"step": 5, "cg_points": -10.0}]
+    (source / "stage1" / "round1" / "planner" / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    new = tmp_path / "new" / "stage1"
+    lr.seed_start_validation(source, new, _stage1_config(lr))
+    copied = [json.loads(line) for line in (new / "round1" / "planner" / "validation.jsonl").read_text().splitlines()]
+    assert len(copied) == 1 and copied[0]["step"] == 0 and copied[0]["cg_points"] == -7.0
+    assert copied[0]["copied_from"] == str(source)
+    # a longer plan cap, a different Coder or other held-out problems: the untrained row does not apply
+    for change in ({"max_completion_length": 160}, {"coder_model": "builtin:qwen2.5-coder-1.5b"},
+                   {"validation_ids": "[mbpp/511]"}):
+        with pytest.raises(SystemExit, match="differs in"):
+            lr.seed_start_validation(source, tmp_path / "other" / "stage1", _stage1_config(lr, **change))
+    # a stage that has rows already (a resumed run) is left as it is
+    lr.seed_start_validation(source, new, _stage1_config(lr, max_completion_length=160))
+    assert len((new / "round1" / "planner" / "validation.jsonl").read_text().splitlines()) == 1
