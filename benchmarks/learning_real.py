@@ -422,6 +422,53 @@ def _diagnosis(stage_dir: Path) -> dict[str, Any]:
     return out
 
 
+def _problem_passes(stage_dir: Path) -> dict[str, list[tuple[int, float, float]]]:
+    """Per training problem, one (step, mean plan reward, mean pass rate of the Coder's programs) per step it
+    was trained at, in step order, from executions-rank0.jsonl (rows: one plan each)."""
+    by: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in _read_rows(stage_dir / "executions-rank0.jsonl"):
+        if isinstance(row.get("reward"), (int, float)) and "problem_id" in row:
+            by.setdefault((row["problem_id"], int(row.get("step", 0))), []).append(row)
+    out: dict[str, list[tuple[int, float, float]]] = {}
+    for (pid, step), rows in sorted(by.items(), key=lambda item: item[0][1]):
+        rates = [o["pass_rate"] for r in rows for o in r.get("outcomes") or [] if isinstance(o.get("pass_rate"), (int, float))]
+        out.setdefault(pid, []).append((step, statistics.fmean(r["reward"] for r in rows),
+                                        statistics.fmean(rates) if rates else 0.0))
+    return out
+
+
+def _training_problem_lines(stage_dir: Path) -> list[str]:
+    """Held-out evidence from the training problems themselves: a problem's reward at the first step that
+    trains on it is measured before any update on it, so the first-sight rewards of the first half of the
+    steps against those of the second half say whether the Planner got better on problems new to it
+    (unpaired: different problems); problems trained on twice add the paired first-vs-second pass."""
+    from corecode.metrics import paired_bootstrap, unpaired_bootstrap
+
+    passes = _problem_passes(stage_dir)
+    if not passes:
+        return []
+    steps = sorted({step for seen in passes.values() for step, _, _ in seen})
+    middle = steps[0] + (steps[-1] - steps[0] + 1) / 2
+    early = {pid: seen[0] for pid, seen in passes.items() if seen[0][0] < middle}
+    late = {pid: seen[0] for pid, seen in passes.items() if seen[0][0] >= middle}
+    lines = []
+    if early and late:
+        parts = []
+        for name, index in (("plan reward", 1), ("Coder pass rate with the plans", 2)):
+            d = unpaired_bootstrap({p: v[index] for p, v in early.items()}, {p: v[index] for p, v in late.items()})
+            a = statistics.fmean(v[index] for v in early.values())
+            parts.append(f"{name} {a:.3f} -> {a + d.estimate:.3f}, {d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}]")
+        lines.append(f"Training problems at first sight (each one's reward at the first step that trains on it, "
+                     f"before any update on it), steps < {middle:g} ({len(early)} problems) vs later ({len(late)}; "
+                     f"95 % unpaired interval): " + "; ".join(parts) + ".")
+    twice = {pid: seen for pid, seen in passes.items() if len(seen) >= 2}
+    if twice:
+        d = paired_bootstrap({p: s[0][1] for p, s in twice.items()}, {p: s[1][1] for p, s in twice.items()})
+        lines.append(f"Problems trained on twice ({d.n}): plan reward first vs second pass {d.estimate:+.3f} "
+                     f"[{d.low:+.3f}, {d.high:+.3f}], {d.b_better} up / {d.a_better} down.")
+    return lines + [""] if lines else []
+
+
 def write_report(args: argparse.Namespace, out: Path) -> str:
     s1 = _read_rows(out / "stage1" / "round1" / "planner" / "validation.jsonl")
     s2 = _read_rows(out / "stage2" / "round1" / "coder" / "validation.jsonl")
@@ -469,6 +516,8 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
             parts = [f"{k} {a:.3f} -> {b:.3f}" for k, (a, b) in ((k, v) for k, v in diag.items() if k != "steps")]
             lines.append(f"Diagnosis, {name} ({diag['steps']} steps; mean over the first vs the last 5): " + "; ".join(parts))
             lines.append("")
+        if name == "stage 1":
+            lines += _training_problem_lines(stage_dir)
     text = "\n".join(lines) + "\n"
     (out / "report.md").write_text(text, encoding="utf-8")
     return text

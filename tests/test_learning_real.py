@@ -145,3 +145,29 @@ def test_start_validation_copies_step_0_only_from_a_run_with_the_same_setup(lr, 
     # a stage that has rows already (a resumed run) is left as it is
     lr.seed_start_validation(source, new, _stage1_config(lr, max_completion_length=160))
     assert len((new / "round1" / "planner" / "validation.jsonl").read_text().splitlines()) == 1
+
+
+def test_report_compares_first_sight_rewards_of_early_and_late_training_problems(lr, tmp_path):
+    stage = tmp_path / "stage1" / "round1" / "planner"
+    stage.mkdir(parents=True)
+    rows = []
+    # steps 0-3 train new problems p0..p7 (two per step, two plans each); the later ones score higher;
+    # step 4 trains p0 and p1 again
+    for step in range(5):
+        pids = [f"p{2 * step}", f"p{2 * step + 1}"] if step < 4 else ["p0", "p1"]
+        for pid in pids:
+            for plan in range(2):
+                reward = (0.1 if step < 2 else 0.8) + 0.1 * plan + (0.2 if step == 4 else 0.0)
+                rows.append({"step": step, "problem_id": pid, "reward": reward,
+                             "outcomes": [{"pass_rate": reward}, {"pass_rate": reward}]})
+    (stage / "executions-rank0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = lr._training_problem_lines(stage)
+    first = next(line for line in lines if line.startswith("Training problems at first sight"))
+    # steps 0-4: the middle is 2.5, so p0..p5 (steps 0-2) against p6, p7 (step 3)
+    assert "steps < 2.5 (6 problems) vs later (2;" in first
+    assert "plan reward 0.383 -> 0.850, +0.467 [" in first
+    low = float(first.split("+0.467 [")[1].split(",")[0])
+    assert low > 0.0  # a gap this clear excludes zero
+    twice = next(line for line in lines if line.startswith("Problems trained on twice"))
+    assert "(2): plan reward first vs second pass +0.900" in twice and "2 up / 0 down" in twice
+    assert lr._training_problem_lines(tmp_path / "missing") == []

@@ -111,3 +111,20 @@ def test_problems_needed_is_enough_in_simulation():
             a[f"p{i}"], b[f"p{i}"] = (0.0, 1.0) if u < 0.25 else (1.0, 0.0) if u < 0.35 else (1.0, 1.0) if u < 0.6 else (0.0, 0.0)
         hits += paired_bootstrap(a, b, resamples=400, seed=trial).excludes_zero
     assert 0.6 <= hits / trials <= 0.97
+
+
+def test_unpaired_difference_matches_the_normal_approximation_and_excludes_zero_only_for_a_real_gap():
+    from corecode.metrics import unpaired_bootstrap
+
+    first, second = [0.0, 1.0] * 50, [0.0] * 30 + [1.0] * 70  # 0.5 vs 0.7 over 100 problems each
+    d = unpaired_bootstrap(first, second)
+    se = math.sqrt(0.25 / 100 + 0.21 / 100)
+    assert d.estimate == pytest.approx(0.2) and d.n == 200
+    assert d.low == pytest.approx(0.2 - 1.96 * se, abs=0.03) and d.high == pytest.approx(0.2 + 1.96 * se, abs=0.03)
+    assert d.low > 0.0
+    # two sets with the same mean: the interval holds zero
+    same = unpaired_bootstrap([0.0, 1.0] * 20, [1.0, 1.0, 0.0, 0.0] * 10)
+    assert same.estimate == 0.0 and same.low < 0.0 < same.high
+    assert unpaired_bootstrap(first, second) == d  # seeded: the same numbers, the same interval
+    with pytest.raises(ValueError, match="both sides"):
+        unpaired_bootstrap([], [1.0])

@@ -12,6 +12,7 @@ from corecode.metrics.bootstrap import (
     bootstrap_mean,
     bootstrap_pass_at_k,
     paired_bootstrap,
+    unpaired_bootstrap,
     paired_pass_at_k,
     problems_needed,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "bootstrap_mean",
     "bootstrap_pass_at_k",
     "paired_bootstrap",
+    "unpaired_bootstrap",
     "paired_pass_at_k",
     "problems_needed",
     "CollaborationGain",

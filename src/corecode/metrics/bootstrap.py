@@ -12,6 +12,9 @@ the interval says how far the mean would move with another sample of the same si
   drawn problems, i.e. the bootstrap of the mean per-problem difference; problems on which both runs agree
   add no width, which is why a paired interval is much narrower than two separate ones. It also counts the
   problems that flip each way (B better, A better).
+* :func:`unpaired_bootstrap`: mean(B) - mean(A) over two *different* sets of problems (e.g. the training
+  reward on the problems of a run's first steps against those of its last steps, each seen once): each
+  resample draws each set with replacement on its own; no pairing, so the interval is wider.
 * :func:`problems_needed`: how many problems a paired difference of a given size needs.
 
 Reproducible: every function draws from its own ``random.Random(seed)`` (default seed 0) over the values
@@ -36,6 +39,7 @@ __all__ = [
     "bootstrap_pass_at_k",
     "paired_bootstrap",
     "paired_pass_at_k",
+    "unpaired_bootstrap",
     "problems_needed",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
@@ -110,11 +114,15 @@ def _percentiles(values: list[float], resamples: int, confidence: float, seed: i
     if n == 1 or max(values) == min(values):
         return values[0], values[0]
     rng = random.Random(seed)
-    means = sorted(math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples))
-    alpha = (1.0 - confidence) / 2.0
-    low_index = min(resamples - 1, max(0, math.floor(alpha * resamples)))
-    high_index = min(resamples - 1, max(0, math.ceil((1.0 - alpha) * resamples) - 1))
-    return means[low_index], means[high_index]
+    return _interval(sorted(math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples)), confidence)
+
+
+def _interval(resampled: list[float], confidence: float) -> tuple[float, float]:
+    """The ``(1 -+ confidence) / 2`` quantiles of sorted resampled statistics."""
+    count, alpha = len(resampled), (1.0 - confidence) / 2.0
+    low_index = min(count - 1, max(0, math.floor(alpha * count)))
+    high_index = min(count - 1, max(0, math.ceil((1.0 - alpha) * count) - 1))
+    return resampled[low_index], resampled[high_index]
 
 
 def bootstrap_mean(
@@ -183,6 +191,34 @@ def paired_bootstrap(
         a_better=sum(d < 0 for d in diffs.values()),
         confidence=confidence,
     )
+
+
+def unpaired_bootstrap(
+    a: Mapping[str, float] | Sequence[float],
+    b: Mapping[str, float] | Sequence[float],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = DEFAULT_SEED,
+) -> Interval:
+    """mean(B) - mean(A) of per-problem values of two different problem sets, with its percentile bootstrap
+    interval (each set resampled with replacement on its own, from one ``random.Random(seed)``); ``n`` is the
+    number of problems in both.
+
+    >>> d = unpaired_bootstrap([0.0] * 20, [0.0, 1.0] * 10)
+    >>> d.estimate, d.low > 0.0, d.high <= 1.0, d.n
+    (0.5, True, True, 40)
+    """
+    _check(resamples, confidence)
+    first, second = _ordered(a), _ordered(b)
+    if not first or not second:
+        raise ValueError("an unpaired difference needs problems on both sides")
+    rng = random.Random(seed)
+    low, high = _interval(sorted(math.fsum(rng.choices(second, k=len(second))) / len(second)
+                                 - math.fsum(rng.choices(first, k=len(first))) / len(first)
+                                 for _ in range(resamples)), confidence)
+    estimate = math.fsum(second) / len(second) - math.fsum(first) / len(first)
+    return Interval(estimate, low, high, len(first) + len(second), confidence)
 
 
 def paired_pass_at_k(
