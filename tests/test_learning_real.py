@@ -171,3 +171,11 @@ def test_report_compares_first_sight_rewards_of_early_and_late_training_problems
     twice = next(line for line in lines if line.startswith("Problems trained on twice"))
     assert "(2): plan reward first vs second pass +0.900" in twice and "2 up / 0 down" in twice
     assert lr._training_problem_lines(tmp_path / "missing") == []
+
+
+def test_num_iterations_reaches_trl_and_is_left_out_by_default(lr):
+    assert not any("num_iterations" in o for o in lr._common(lr.parse_args([]), [], ["mbpp/602"]))
+    overrides = lr._common(lr.parse_args(["--num-iterations", "4"]), [], ["mbpp/602"])
+    assert "grpo.num_iterations=4" in overrides
+    with pytest.raises(SystemExit, match="num-iterations"):
+        lr._common(lr.parse_args(["--num-iterations", "0"]), [], ["mbpp/602"])

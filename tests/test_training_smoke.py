@@ -96,12 +96,12 @@ def _hand_code_rewards(chunk: list[dict], cfg: RewardConfig) -> list[float | Non
             for i, o in enumerate(outs)]
 
 
-def _check_logged_rewards(stage_dir: Path, stage: str, config) -> None:
+def _check_logged_rewards(stage_dir: Path, stage: str, config, rollouts: tuple[int, ...] = (0, 1, 2)) -> None:
     executions = _rows(stage_dir / "executions-rank0.jsonl")
     metrics = {m["step"]: m for m in _rows(stage_dir / "metrics.jsonl") if "reward" in m}
     name = "plan_reward" if stage == "planner" else "code_reward"
     steps = sorted({r["step"] for r in executions})
-    assert steps == [0, 1, 2]
+    assert steps == list(rollouts)
     for step in steps:
         rows = [r for r in executions if r["step"] == step]
         assert len(rows) == config.per_device_train_batch_size
@@ -171,3 +171,26 @@ def test_lora_stage_merges_the_adapter_into_a_normal_checkpoint(tmp_path, monkey
     base, trained = _state(resolve_model(config.coder_model, config.seed)), _state(str(final))
     assert trained.keys() == base.keys()
     assert any(not (base[k] == trained[k]).all() for k in base), "the merged LoRA update changed nothing"
+
+
+def test_each_rollout_serves_num_iterations_optimizer_steps(tmp_path, monkeypatch):
+    # grpo.num_iterations = 2 (the paper's epochs over a rollout batch): four optimizer steps, two rollouts;
+    # the second step of each pair trains on the same plans, now off-policy, so the clipped ratio shows up
+    monkeypatch.setenv("CORECODE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    config = load_config(preset_path("cpu-smoke"), [f"output_dir={out}", "stage=planner", "max_steps=4",
+                                                     "eval_steps=0", "grpo.num_iterations=2"])
+    result = run_training(config)
+    stage = out / "round1" / "planner"
+    executions = _rows(stage / "executions-rank0.jsonl")
+    assert sorted({r["step"] for r in executions}) == [0, 2] and len(executions) == 2 * 16
+    metrics = [m for m in _rows(stage / "metrics.jsonl") if "clip_ratio/region_mean" in m]
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4]
+    assert [m.get("reward") is not None for m in metrics] == [True, False, True, False]
+    assert metrics[0]["clip_ratio/region_mean"] == 0.0, "a rollout's first step is on-policy"
+    assert any(m["clip_ratio/region_mean"] > 0.0 for m in metrics[1::2]), "the reused steps are not off-policy"
+    _check_logged_rewards(stage, "planner", config, rollouts=(0, 2))
+    from corecode.training.models import resolve_model
+
+    initial, trained = _state(resolve_model(config.planner_model, config.seed)), _state(result["planner"])
+    assert any(not (initial[k] == trained[k]).all() for k in initial)
