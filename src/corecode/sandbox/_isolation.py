@@ -196,21 +196,76 @@ def install_syscall_filter(no_user_namespaces: bool = False) -> bool:
     labels["deny"] = len(code)
     code += [(ret, 0, 0, deny)]
 
-    class Filter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+    return _install(_bpf(code, labels))
 
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+class _Filter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
+
+
+def _bpf(code: list[tuple[int, object, object, int]], labels: dict[str, int]) -> tuple:
+    """A seccomp program from (op, jt label, jf label, k) rows; labels become relative jumps. The table is
+    returned with the program, which points into it (both must stay alive until installed)."""
 
     def jump(at: int, target: object) -> int:
         return 0 if target is None or type(target) is int else labels[target] - at - 1  # type: ignore[index]
 
-    ops = [Filter(op, jump(i, jt), jump(i, jf), k) for i, (op, jt, jf, k) in enumerate(code)]
-    table = (Filter * len(ops))(*ops)
-    prog = Program(len(ops), table)
-    install = ctypes.CDLL(None, use_errno=True).prctl
-    install.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-    return install(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) == 0
+    ops = [_Filter(op, jump(i, jt), jump(i, jf), k) for i, (op, jt, jf, k) in enumerate(code)]
+    table = (_Filter * len(ops))(*ops)
+    return _Program(len(ops), table), table
+
+
+_prctl_ptr = ctypes.CDLL(None, use_errno=True).prctl  # its own handle: _libc.prctl keeps its plain int arguments
+_prctl_ptr.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def _install(program: tuple) -> bool:
+    return _prctl_ptr(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(program[0]), 0, 0) == 0
+
+
+# A second filter, for the processes that run program code only (job children, case children, measured
+# runs): sendmsg and sendmmsg fail with EPERM. They are the only calls that carry SCM_RIGHTS (io_uring is
+# refused above), and a descriptor in flight outlives every process of its case: a Unix socket sent over a
+# socket that sits in its own queue stays alive, no process holding it, until the kernel's unix garbage
+# collector runs, so a listener bound to an abstract name reached the next case and job, which read the
+# answer from the name (9-23 of 40 equal cases passed; tests/test_redteam_rewards.py). Trusted code of the
+# sandbox sends descriptors (worker -> judge, leader -> case template) before this is installed, never
+# after; no benchmark program passes descriptors (multiprocessing's default fork start does not).
+_FD_PASSING = {"x86_64": (46, 307), "aarch64": (211, 269)}  # sendmsg, sendmmsg
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def _no_fd_passing_program() -> tuple | None:
+    import platform
+
+    machine = platform.machine()
+    if machine not in _FD_PASSING or machine not in _FILTERED:
+        return None
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1
+    code: list[tuple[int, object, object, int]] = [(ld, 0, 0, 4), (jeq, None, "deny", _FILTERED[machine][0]),
+                                                  (ld, 0, 0, 0)]
+    code += [(jeq, "deny", None, nr) for nr in _FD_PASSING[machine]]
+    code += [(ret, 0, 0, allow)]
+    labels = {"deny": len(code)}
+    code += [(ret, 0, 0, deny)]
+    return _bpf(code, labels)
+
+
+_NO_FD_PASSING = _no_fd_passing_program()  # built once, here; each child only installs it
+
+
+def refuse_fd_passing() -> bool:
+    """In a child about to run program code: sendmsg / sendmmsg fail with EPERM from now on, for it and
+    everything it starts (no_new_privs first: a process without CAP_SYS_ADMIN may add a filter only so).
+    False where the filter cannot be installed."""
+    if _NO_FD_PASSING is None or _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    return _install(_NO_FD_PASSING)
 
 
 _FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "ro": MS_RDONLY}

@@ -164,6 +164,7 @@ class Worker:
                 "user_namespace": self.info.get("user_namespace", False), "uid_drop": self.info["uid_drop"],
                 "ipc_namespace": self.info.get("ipc_namespace", False), "meter": self.meter,
                 "pid_namespace": self.info.get("pid_namespace", False),
+                "syscall_filter": self.info.get("syscall_filter", False),
                 "quiet_fork": self.quiet_fork, "sweep": self._sweep}
 
     def _sweep(self, last: bool = False) -> None:
