@@ -1,0 +1,395 @@
+"""Red team of the second seccomp filter (``_isolation.refuse_fd_passing``, commit 5f4096a): program children
+refuse sendmsg / sendmmsg, so no descriptor can be put in flight with SCM_RIGHTS (a listener kept alive in
+an unreferenced socket cycle until the unix GC ran carried an answer by its abstract name from case to case).
+
+Held (these pass, and the fd-passing ones fail when ``refuse_fd_passing`` installs nothing):
+
+* sendmsg / sendmmsg through ctypes ``syscall()`` (numbers 46 / 307), the x32 numbers (| 0x40000000),
+  the i386 ABI (``int 0x80``), ``socket.send_fds``, from a thread the program starts, and from a fresh
+  interpreter it execs (the filter and no_new_privs are inherited over fork and exec); pidfd_getfd of the
+  case template (EPERM: it is not ours to ptrace);
+* the in-flight cycle itself over datagram and seqpacket socketpairs, sent by raw ``syscall(sendmsg)``,
+  ``sendmmsg`` and from a thread: no case learns the answer;
+* a chain of short-lived processes holding the listener (each forks and exits) does not outlive the
+  sweep (held by the sweep, not by this filter);
+* compatibility: asyncio (subprocess, sock_sendall / sock_recv), subprocess with pipes, threads, stream
+  and datagram socketpairs with send / recv, ThreadPoolExecutor and multiprocessing.Manager still work.
+  (multiprocessing.Pool / Queue / ProcessPoolExecutor fail with EROFS on the read-only /dev/shm, with or
+  without this filter; the forkserver and spawn start methods would also need sendmsg.)
+
+Open (strict xfail; each a host-wide counter that a case advances and the next case or job reads, not a
+descriptor in flight, but the same kind of leak: an answer from case to case and from job to job):
+
+* perf event ids (perf_event_open is allowed; PERF_EVENT_IOC_ID reads one global 64-bit counter);
+* pidfs inode numbers (every new process takes the next one, host-wide; ns_last_pid does not reset it);
+* socket / pipe inode numbers (``get_next_ino``, per CPU, batches of 1024).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import CallTest, Problem, StdioTest
+
+
+@pytest.fixture(scope="module")
+def sb():
+    # One CPU for the worker and everything it starts: the per-CPU inode counter below is then one counter
+    # (the other attacks do not need it). Restored afterwards.
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(old)})
+    try:
+        with Sandbox(SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False)) as sandbox:
+            yield sandbox
+    finally:
+        os.sched_setaffinity(0, old)
+
+
+def _same(n: int) -> tuple:
+    return tuple(StdioTest("2 3\n", "5\n") for _ in range(n))
+
+
+# ----------------------------------------------------------------------------- raw ways to send a descriptor
+RAW = r'''
+import ctypes, mmap, os, socket, struct, subprocess, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint), ("iov", ctypes.c_void_p),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+
+a, b = socket.socketpair()
+keep = []
+def message(fd):
+    buf = ctypes.create_string_buffer(b"x")
+    iov = iovec(ctypes.cast(buf, ctypes.c_void_p), 1)
+    cmsg = ctypes.create_string_buffer(24)
+    struct.pack_into("QiiI", cmsg, 0, 20, 1, 1, fd)  # len, SOL_SOCKET, SCM_RIGHTS, the descriptor
+    keep.extend((buf, iov, cmsg))
+    return msghdr(None, 0, ctypes.addressof(iov), 1, ctypes.addressof(cmsg), 24, 0)
+
+def call(nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *args)
+    return "ok" if r >= 0 else os.strerror(ctypes.get_errno())
+
+m = message(a.fileno())
+mm = mmsghdr(message(a.fileno()), 0)
+out = {
+    "sendmsg": call(46, a.fileno(), ctypes.byref(m), 0),
+    "sendmmsg": call(307, a.fileno(), ctypes.byref(mm), 1, 0),
+    "x32 sendmsg": call(46 | 0x40000000, a.fileno(), ctypes.byref(m), 0),
+    "x32 sendmsg 518": call(518 | 0x40000000, a.fileno(), ctypes.byref(m), 0),
+}
+try:  # the i386 ABI: getpid (20) through int 0x80
+    mem = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    mem.write(bytes.fromhex("b814000000cd80c3"))  # mov eax, 20; int 0x80; ret
+    fn = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(mem)))
+    out["int 0x80"] = "ok" if fn() > 0 else "refused"
+except (OSError, ValueError):
+    out["int 0x80"] = "refused"
+def send_fds():
+    try:
+        socket.send_fds(a, [b"x"], [a.fileno()])
+        return "ok"
+    except OSError as exc:
+        return os.strerror(exc.errno)
+out["send_fds"] = send_fds()
+box = []
+t = threading.Thread(target=lambda: box.append(send_fds()))
+t.start(); t.join()
+out["thread"] = box[0]
+child = subprocess.run([sys.executable, "-c",
+    "import socket, os\na, b = socket.socketpair()\n"
+    "try:\n    socket.send_fds(a, [b'x'], [a.fileno()]); print('ok')\n"
+    "except OSError as e:\n    print(os.strerror(e.errno))"], capture_output=True, text=True)
+out["exec child"] = child.stdout.strip() or child.stderr[-200:]
+try:
+    pfd = os.pidfd_open(os.getppid())
+    out["pidfd_getfd"] = call(438, pfd, 0, 0)
+except OSError as exc:
+    out["pidfd_getfd"] = os.strerror(exc.errno)
+a.send(b"y")
+out["plain send"] = "ok" if b.recv(1) == b"y" else "broken"
+'''
+
+
+def test_every_raw_path_to_sendmsg_is_refused(sb):
+    """ctypes syscall numbers, other ABIs, a thread, an exec'd interpreter: none can pass a descriptor."""
+    refused = "Operation not permitted"
+    want = {"sendmsg": refused, "sendmmsg": refused, "x32 sendmsg": refused, "x32 sendmsg 518": refused,
+            "int 0x80": "refused", "send_fds": refused, "thread": refused, "exec child": refused,
+            "pidfd_getfd": refused, "plain send": "ok"}
+    stdio = Problem(id="raw", source="t", statement="raw", tests=(StdioTest("", f"{want}\n"),))
+    result = sb.run(RAW + "print(out)\n", stdio)
+    assert result.passed, result.tests[0]
+    call = Problem(id="raw-fn", source="t", statement="raw", entry_point="paths",
+                   tests=(CallTest(fn_name="paths", args=(), expected=want),))
+    assert sb.run(RAW + "def paths():\n    return out\n", call).passed
+    assert sb.isolation.get("syscall_filter") is True
+
+
+# ----------------------------------------------------------------------------- the cycle, by other routes
+INFLIGHT_VARIANTS = r'''
+import ctypes, os, socket, struct, threading
+found = None
+for k in range(16):  # is a listener of an earlier case still bound to one of these abstract names?
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(f"\0redteam-fdpass-{k}")
+        found = k
+    except OSError:
+        pass
+    probe.close()
+print(found)
+a, b = map(int, input().split())
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    listener.bind(f"\0redteam-fdpass-{a + b}")
+except OSError:
+    raise SystemExit(0)
+listener.listen(4)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint), ("iov", ctypes.c_void_p),
+                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+
+keep = []
+def cycle(kind, how):
+    s1, s2 = socket.socketpair(socket.AF_UNIX, kind)  # s1's queue holds the listener and s1 itself
+    keep.append((s1, s2))
+    buf = ctypes.create_string_buffer(b"x")
+    iov = iovec(ctypes.cast(buf, ctypes.c_void_p), 1)
+    cmsg = ctypes.create_string_buffer(24)
+    struct.pack_into("QiiII", cmsg, 0, 24, 1, 1, listener.fileno(), s1.fileno())
+    msg = msghdr(None, 0, ctypes.addressof(iov), 1, ctypes.addressof(cmsg), 24, 0)
+    keep.append((buf, iov, cmsg, msg))
+    if how == "sendmsg":
+        libc.syscall(ctypes.c_long(46), s2.fileno(), ctypes.byref(msg), 0)
+    else:
+        mm = mmsghdr(msg, 0)
+        keep.append(mm)
+        libc.syscall(ctypes.c_long(307), s2.fileno(), ctypes.byref(mm), 1, 0)
+cycle(socket.SOCK_DGRAM, "sendmsg")
+cycle(socket.SOCK_SEQPACKET, "sendmmsg")
+t = threading.Thread(target=cycle, args=(socket.SOCK_STREAM, "sendmsg"))
+t.start(); t.join()
+for s1, s2 in [k for k in keep if isinstance(k[0], socket.socket)]:
+    s1.detach(); s2.close()  # s1 stays only in flight
+'''
+
+
+def test_in_flight_cycles_by_raw_syscalls_carry_no_answer(sb):
+    """The in-flight listener of test_redteam_rewards, put in flight by ``syscall(SYS_sendmsg)``, by
+    ``sendmmsg`` and from a thread, over datagram, seqpacket and stream socketpairs: no case learns it.
+    (Without the filter, cases 2-N pass whenever the unix GC has not run yet.)"""
+    result = sb.execute(INFLIGHT_VARIANTS, _same(20))
+    assert [t.passed for t in result.tests] == [False] * 20
+
+
+CHAIN = r'''
+import os, socket, sys
+found = None
+for k in range(16):
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(f"\0redteam-chain-{k}")
+        found = k
+    except OSError:
+        pass
+    probe.close()
+print(found)
+sys.stdout.flush()
+a, b = map(int, input().split())
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(f"\0redteam-chain-{a + b}")
+listener.listen(4)
+if os.fork() == 0:
+    os.setsid()
+    while True:  # a chain of short-lived processes, each holding the listener, one step ahead of the sweep
+        try:
+            pid = os.fork()
+        except OSError:
+            continue
+        if pid:
+            os._exit(0)
+'''
+
+
+def test_a_fork_chain_holding_a_listener_does_not_outlive_the_sweep(sb):
+    result = sb.execute(CHAIN, _same(5))
+    assert [t.passed for t in result.tests] == [False] * 5
+
+
+# ----------------------------------------------------------------------------- compatibility
+COMPAT = r'''
+import asyncio, concurrent.futures, multiprocessing, queue, socket, subprocess, sys, threading
+
+def check():
+    r = {}
+    async def co():
+        p = await asyncio.create_subprocess_exec(sys.executable, "-c", "print(7)", stdout=asyncio.subprocess.PIPE)
+        o, _ = await p.communicate()
+        s1, s2 = socket.socketpair()
+        loop = asyncio.get_running_loop()
+        await loop.sock_sendall(s1, b"hi")
+        return o.strip().decode() + (await loop.sock_recv(s2, 2)).decode()
+    r["asyncio"] = asyncio.run(co())
+    r["subprocess"] = subprocess.run([sys.executable, "-c", "import sys; print(sys.stdin.read()[::-1])"],
+                                     input="abc", capture_output=True, text=True).stdout
+    q = queue.Queue()
+    ts = [threading.Thread(target=lambda i=i: q.put(i * i)) for i in range(4)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    r["threads"] = sorted(q.queue)
+    a, b = socket.socketpair()
+    a.sendall(b"ping" * 1000)
+    got = b""
+    while len(got) < 4000:
+        got += b.recv(4096)
+    r["stream"] = len(got)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.send(b"dg")
+    r["dgram"] = b.recv(2).decode()
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        r["threadpool"] = list(ex.map(abs, [-1, -2]))
+    m = multiprocessing.Manager()
+    d = m.dict()
+    d["k"] = 2
+    r["manager"] = dict(d)
+    m.shutdown()
+    return r
+
+if __name__ == "__main__":
+    print(check())
+'''
+
+
+def test_legitimate_programs_still_run_under_the_filter():
+    want = {"asyncio": "7hi", "subprocess": "cba\n", "threads": [0, 1, 4, 9], "stream": 4000, "dgram": "dg",
+            "threadpool": [1, 2], "manager": {"k": 2}}
+    with Sandbox(SandboxConfig(workers=1, time_limit_s=5.0, reference_timing=False)) as sandbox:
+        stdio = Problem(id="compat", source="t", statement="compat", tests=(StdioTest("", f"{want}\n"),))
+        result = sandbox.run(COMPAT, stdio)
+        assert result.passed, result.tests[0]
+        call = Problem(id="compat-fn", source="t", statement="compat", entry_point="check",
+                       tests=(CallTest(fn_name="check", args=(), expected=want),))
+        assert sandbox.run(COMPAT, call).passed
+
+
+# ----------------------------------------------------------------------------- open: host-wide counters
+PERF_ID_CHANNEL = r'''
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+attr = ctypes.create_string_buffer(128)
+struct.pack_into("IIQ", attr, 0, 1, 128, 1)  # PERF_TYPE_SOFTWARE, size, PERF_COUNT_SW_TASK_CLOCK
+struct.pack_into("Q", attr, 40, (1 << 5) | (1 << 6))  # exclude_kernel, exclude_hv
+def event_id():  # every perf event, host-wide, takes the next id of one global counter
+    fd = libc.syscall(298, attr, 0, -1, -1, 0)
+    if fd < 0:
+        return None
+    i = ctypes.c_ulonglong()
+    libc.ioctl(fd, 0x80082407, ctypes.byref(i))  # PERF_EVENT_IOC_ID
+    os.close(fd)
+    return i.value
+n = event_id()
+print(None if n is None else (n % 256) // 16)  # what the last case (or job) left
+a, b = map(int, input().split())
+for _ in range(512):  # leave the answer: the last id taken is 16 * answer (mod 256)
+    n = event_id()
+    if n is None or n % 256 == 16 * (a + b):
+        break
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: perf_event_open is allowed in jobs; every event takes the next id of one host-wide counter "
+    "(PERF_EVENT_IOC_ID / PERF_FORMAT_ID), so a case leaves its answer in the id and the next case, and the "
+    "next job, reads it: 7 of 8 cases and 3 of 3 cases of a second job passed. Fix: refuse perf_event_open "
+    "(x86_64 298, aarch64 241) in install_syscall_filter; no benchmark program uses it"))
+def test_perf_event_ids_carry_no_answer_from_case_to_case(sb):
+    first = sb.execute(PERF_ID_CHANNEL, _same(8))
+    second = sb.execute(PERF_ID_CHANNEL, _same(3))  # a later job
+    assert [t.passed for t in first.tests + second.tests] == [False] * 11
+
+
+PIDFS_CHANNEL = r'''
+import os
+def ino(pid):  # pidfs: every new process, host-wide, takes the next inode number
+    fd = os.pidfd_open(pid)
+    n = os.fstat(fd).st_ino
+    os.close(fd)
+    return n
+print((ino(os.getpid()) % 256) // 16)  # our own number: the last case's last child's, plus one
+a, b = map(int, input().split())
+for _ in range(512):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    n = ino(pid)
+    os.waitpid(pid, 0)
+    if n % 256 == 16 * (a + b):
+        break
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: pidfs inode numbers (Linux >= 6.9) come from one host-wide 64-bit counter that every fork "
+    "advances; ns_last_pid (the pid counter fix) does not reset it. A case forks until its last child's "
+    "pidfd inode encodes the answer, the next case reads its own: 7 of 8 cases, and 3 of 3 of a second "
+    "job, passed. Fix: in program children refuse what yields a pidfd (pidfd_open 434, clone with "
+    "CLONE_PIDFD, setsockopt SO_PASSPIDFD / getsockopt SO_PEERPIDFD; asyncio falls back to "
+    "ThreadedChildWatcher), or have the template fork a random number of times before each case"))
+def test_pidfs_inode_numbers_carry_no_answer_from_case_to_case(sb):
+    first = sb.execute(PIDFS_CHANNEL, _same(8))
+    second = sb.execute(PIDFS_CHANNEL, _same(3))
+    assert [t.passed for t in first.tests + second.tests] == [False] * 11
+
+
+SOCKET_INO_CHANNEL = r'''
+import os, socket
+def ino():  # sockets and pipes take the next number of get_next_ino() (per CPU, batches of 1024)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    n = os.fstat(s.fileno()).st_ino
+    s.close()
+    return n
+print((ino() % 256) // 16)  # what the last case left
+a, b = map(int, input().split())
+for _ in range(512):  # leave the answer: the last inode taken is 16 * answer (mod 256)
+    if ino() % 256 == 16 * (a + b):
+        break
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: socket and pipe inode numbers come from get_next_ino(), a host-wide per-CPU counter; the sandbox "
+    "takes a fixed number between cases (1), so a case that makes sockets until the last inode encodes its "
+    "answer hands it to the next case on the same CPU: 7 of 8 cases passed. No namespace and no seccomp "
+    "rule hides st_ino (pipes and sockets must stay). Fix: before each case and job child the template / "
+    "leader takes pipes until the counter on its CPU is at a batch boundary plus a random offset (pin "
+    "case children to that CPU), leaving only the batch number (moved by the whole host) to carry anything"))
+def test_socket_inode_numbers_carry_no_answer_from_case_to_case(sb):
+    first = sb.execute(SOCKET_INO_CHANNEL, _same(8))
+    second = sb.execute(SOCKET_INO_CHANNEL, _same(3))
+    assert [t.passed for t in first.tests + second.tests] == [False] * 11
