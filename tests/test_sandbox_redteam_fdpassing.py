@@ -1,8 +1,8 @@
-"""Red team of the second seccomp filter (``_isolation.refuse_fd_passing``, commit 5f4096a): program children
+"""Red team of the second seccomp filter (``_isolation.install_program_filter``, commit 5f4096a): program children
 refuse sendmsg / sendmmsg, so no descriptor can be put in flight with SCM_RIGHTS (a listener kept alive in
 an unreferenced socket cycle until the unix GC ran carried an answer by its abstract name from case to case).
 
-Held (these pass, and the fd-passing ones fail when ``refuse_fd_passing`` installs nothing):
+Held (these pass, and the fd-passing ones fail when ``install_program_filter`` installs nothing):
 
 * sendmsg / sendmmsg through ctypes ``syscall()`` (numbers 46 / 307), the x32 numbers (| 0x40000000),
   the i386 ABI (``int 0x80``), ``socket.send_fds``, from a thread the program starts, and from a fresh
@@ -17,11 +17,17 @@ Held (these pass, and the fd-passing ones fail when ``refuse_fd_passing`` instal
   (multiprocessing.Pool / Queue / ProcessPoolExecutor fail with EROFS on the read-only /dev/shm, with or
   without this filter; the forkserver and spawn start methods would also need sendmsg.)
 
-Open (strict xfail; each a host-wide counter that a case advances and the next case or job reads, not a
-descriptor in flight, but the same kind of leak: an answer from case to case and from job to job):
+Closed after this red team (each a host-wide counter that a case advanced and the next case or job read;
+not a descriptor in flight, but the same kind of leak, found here; the program filter now refuses them):
 
-* perf event ids (perf_event_open is allowed; PERF_EVENT_IOC_ID reads one global 64-bit counter);
-* pidfs inode numbers (every new process takes the next one, host-wide; ns_last_pid does not reset it);
+* perf event ids (perf_event_open; PERF_EVENT_IOC_ID reads one global 64-bit counter): 7 of 8 cases and 3
+  of 3 of a later job passed before;
+* pidfs inode numbers (every new process takes the next one, host-wide; ns_last_pid does not reset it;
+  every way to a pidfd is refused: pidfd_open, clone with CLONE_PIDFD, SO_PASSPIDFD / SO_PEERPIDFD, and
+  clone3 reports ENOSYS): 7 of 8 and 3 of 3 before.
+
+Open (strict xfail):
+
 * socket / pipe inode numbers (``get_next_ino``, per CPU, batches of 1024).
 """
 
@@ -323,11 +329,6 @@ for _ in range(512):  # leave the answer: the last id taken is 16 * answer (mod 
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: perf_event_open is allowed in jobs; every event takes the next id of one host-wide counter "
-    "(PERF_EVENT_IOC_ID / PERF_FORMAT_ID), so a case leaves its answer in the id and the next case, and the "
-    "next job, reads it: 7 of 8 cases and 3 of 3 cases of a second job passed. Fix: refuse perf_event_open "
-    "(x86_64 298, aarch64 241) in install_syscall_filter; no benchmark program uses it"))
 def test_perf_event_ids_carry_no_answer_from_case_to_case(sb):
     first = sb.execute(PERF_ID_CHANNEL, _same(8))
     second = sb.execute(PERF_ID_CHANNEL, _same(3))  # a later job
@@ -354,13 +355,6 @@ for _ in range(512):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: pidfs inode numbers (Linux >= 6.9) come from one host-wide 64-bit counter that every fork "
-    "advances; ns_last_pid (the pid counter fix) does not reset it. A case forks until its last child's "
-    "pidfd inode encodes the answer, the next case reads its own: 7 of 8 cases, and 3 of 3 of a second "
-    "job, passed. Fix: in program children refuse what yields a pidfd (pidfd_open 434, clone with "
-    "CLONE_PIDFD, setsockopt SO_PASSPIDFD / getsockopt SO_PEERPIDFD; asyncio falls back to "
-    "ThreadedChildWatcher), or have the template fork a random number of times before each case"))
 def test_pidfs_inode_numbers_carry_no_answer_from_case_to_case(sb):
     first = sb.execute(PIDFS_CHANNEL, _same(8))
     second = sb.execute(PIDFS_CHANNEL, _same(3))

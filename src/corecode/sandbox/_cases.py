@@ -374,7 +374,7 @@ def _serve_cases(sock, code, ctx: dict) -> None:
         send(pack(status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
 
 
-def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, ctx_jobdir: str, no_fd_passing: bool):
+def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, ctx_jobdir: str, program_filter_on: bool):
     """run(cpu, nonce), for a case child: its own session, the job's uid, its CPU limit, then the program as
     ``__main__`` (as ``_jobchild.run_stdio_program``, on the streams the template made). Everything it
     uses is bound here, in the template: a case child touches (and so copies) as few pages as it can."""
@@ -382,7 +382,7 @@ def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, c
                                                                  resource.setrlimit, os._exit)
     chdir, jobdir = os.chdir, ctx_jobdir
     dumpable, pdeathsig, rlimit_cpu, ceil, sigkill = iso.PR_SET_DUMPABLE, iso.PR_SET_PDEATHSIG, resource.RLIMIT_CPU, math.ceil, signal.SIGKILL
-    drop, refuse_fd_passing = iso.drop_to_job_user, iso.refuse_fd_passing
+    drop, program_filter = iso.drop_to_job_user, iso.install_program_filter
     emitter, exc_name, short_tb, flush, print_exc = jc._emitter, jc.exception_name, jc._short_tb, jc._flush, traceback.print_exc
     _exec, _type, _int, _bool, _builtins = exec, type, int, bool, builtins
 
@@ -399,8 +399,8 @@ def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, c
             prctl(pdeathsig, sigkill)  # after the uid change, which clears it
             seconds = max(1, ceil(cpu))
             setrlimit(rlimit_cpu, (seconds + 1, seconds + 2))
-            if no_fd_passing and not refuse_fd_passing():  # no descriptor in flight outlives the case
-                raise OSError("could not refuse descriptor passing (sendmsg) in the case child")
+            if program_filter_on and not program_filter():  # no descriptor in flight, perf event or pidfd
+                raise OSError("could not install the program filter in the case child")
             emit = emitter(nonce)
         except BaseException:  # noqa: BLE001 - our own setup failed: say why on the case's stderr
             try:

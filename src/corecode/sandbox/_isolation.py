@@ -228,44 +228,72 @@ def _install(program: tuple) -> bool:
 
 
 # A second filter, for the processes that run program code only (job children, case children, measured
-# runs): sendmsg and sendmmsg fail with EPERM. They are the only calls that carry SCM_RIGHTS (io_uring is
-# refused above), and a descriptor in flight outlives every process of its case: a Unix socket sent over a
-# socket that sits in its own queue stays alive, no process holding it, until the kernel's unix garbage
-# collector runs, so a listener bound to an abstract name reached the next case and job, which read the
-# answer from the name (9-23 of 40 equal cases passed; tests/test_redteam_rewards.py). Trusted code of the
-# sandbox sends descriptors (worker -> judge, leader -> case template) before this is installed, never
-# after; no benchmark program passes descriptors (multiprocessing's default fork start does not).
-_FD_PASSING = {"x86_64": (46, 307), "aarch64": (211, 269)}  # sendmsg, sendmmsg
+# and traced runs), refusing what only program code could misuse and the sandbox's own processes need:
+# * sendmsg and sendmmsg (EPERM): the only calls that carry SCM_RIGHTS (io_uring is refused above), and a
+#   descriptor in flight outlives every process of its case: a Unix socket sent over a socket that sits in
+#   its own queue stays alive, no process holding it, until the kernel's unix garbage collector runs, so a
+#   listener bound to an abstract name reached the next case and job, which read the answer from the name
+#   (9-23 of 40 equal cases passed). The sandbox sends descriptors (worker -> judge, leader -> case
+#   template) only in processes that never run program code.
+# * perf_event_open (EPERM): every event takes the next id of one host-wide counter (PERF_EVENT_IOC_ID), so
+#   a case left its answer in the id for the next case and the next job (7 of 8 cases, 3 of 3 of a later job).
+# * every way to a pidfd (EPERM): pidfd_open, clone with CLONE_PIDFD, setsockopt SO_PASSPIDFD and
+#   getsockopt SO_PEERPIDFD; clone3, whose flags a filter cannot read, fails with ENOSYS so that the C
+#   library falls back to clone. Since Linux 6.9 a pidfd's inode number comes from one host-wide counter
+#   that every new process advances (ns_last_pid does not reset it): a case forked until its last child's
+#   number encoded the answer, and the next case read its own (7 of 8, 3 of 3 of a later job). The
+#   sandbox's watchers (job leader, measure) open pidfds of their children; they never run program code.
+# Red team: tests/test_redteam_rewards.py, tests/test_sandbox_redteam_fdpassing.py. No benchmark program
+# passes descriptors, counts perf events or needs a pidfd (asyncio's default child watcher uses threads).
+_PROGRAM_FILTER = {  # arch: (refused, clone, clone3, getsockopt, setsockopt)
+    #        sendmsg, sendmmsg, perf_event_open, pidfd_open
+    "x86_64": ((46, 307, 298, 434), 56, 435, 55, 54),
+    "aarch64": ((211, 269, 241, 434), 220, 435, 209, 208),
+}
 PR_SET_NO_NEW_PRIVS = 38
+CLONE_PIDFD = 0x1000
+SOL_SOCKET, SO_PASSPIDFD, SO_PEERPIDFD = 1, 76, 77
 
 
-def _no_fd_passing_program() -> tuple | None:
+def _program_filter() -> tuple | None:
     import platform
 
     machine = platform.machine()
-    if machine not in _FD_PASSING or machine not in _FILTERED:
+    if machine not in _PROGRAM_FILTER or machine not in _FILTERED:
         return None
-    ld, jeq, ret = 0x20, 0x15, 0x06
+    refused, clone, clone3, getsockopt, setsockopt = _PROGRAM_FILTER[machine]
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 1
     code: list[tuple[int, object, object, int]] = [(ld, 0, 0, 4), (jeq, None, "deny", _FILTERED[machine][0]),
                                                   (ld, 0, 0, 0)]
-    code += [(jeq, "deny", None, nr) for nr in _FD_PASSING[machine]]
+    code += [(jeq, "deny", None, nr) for nr in refused]
+    code += [(jeq, "nosys", None, clone3), (jeq, "clone", None, clone)]
+    code += [(jeq, "sockopt", None, getsockopt), (jeq, "sockopt", None, setsockopt)]
     code += [(ret, 0, 0, allow)]
-    labels = {"deny": len(code)}
+    labels = {"clone": len(code)}  # (BPF jumps only forward: each branch ends in its own return)
+    code += [(ld, 0, 0, 16), (jset, "deny", None, CLONE_PIDFD), (ret, 0, 0, allow)]  # args[0], low word
+    labels["sockopt"] = len(code)
+    code += [(ld, 0, 0, 16 + 8), (jeq, None, "sockopt_allow", SOL_SOCKET),  # args[1]: the level
+             (ld, 0, 0, 16 + 2 * 8), (jeq, "deny", None, SO_PASSPIDFD), (jeq, "deny", None, SO_PEERPIDFD)]
+    labels["sockopt_allow"] = len(code)
+    code += [(ret, 0, 0, allow)]
+    labels["nosys"] = len(code)
+    code += [(ret, 0, 0, 0x00050000 | ENOSYS)]
+    labels["deny"] = len(code)
     code += [(ret, 0, 0, deny)]
     return _bpf(code, labels)
 
 
-_NO_FD_PASSING = _no_fd_passing_program()  # built once, here; each child only installs it
+_PROGRAM = _program_filter()  # built once, here; each child only installs it
 
 
-def refuse_fd_passing() -> bool:
-    """In a child about to run program code: sendmsg / sendmmsg fail with EPERM from now on, for it and
-    everything it starts (no_new_privs first: a process without CAP_SYS_ADMIN may add a filter only so).
-    False where the filter cannot be installed."""
-    if _NO_FD_PASSING is None or _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+def install_program_filter() -> bool:
+    """In a child about to run program code: the filter above, for it and everything it starts
+    (no_new_privs first: a process without CAP_SYS_ADMIN may add a filter only so). False where it cannot
+    be installed."""
+    if _PROGRAM is None or _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
-    return _install(_NO_FD_PASSING)
+    return _install(_PROGRAM)
 
 
 _FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "ro": MS_RDONLY}

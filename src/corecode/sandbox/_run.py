@@ -372,8 +372,8 @@ def _become_job(stdin_fd: int, out_fd: int, err_fd: int, result_fd: int, ctx: di
                         (resource.RLIMIT_NPROC, limits["nproc"])):
         soft, hard = value if isinstance(value, tuple) else (value, value)
         resource.setrlimit(name, (soft, hard))
-    if ctx.get("syscall_filter") and not iso.refuse_fd_passing():  # no descriptor in flight outlives us
-        raise OSError("could not refuse descriptor passing (sendmsg) in the job child")
+    if ctx.get("syscall_filter") and not iso.install_program_filter():  # no descriptor in flight, perf event or pidfd
+        raise OSError("could not install the program filter in the job child")
 
 
 def _memfd(name: str, data: bytes = b"") -> int:
