@@ -505,6 +505,9 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
                   "| step | Coder alone | with the Planner's plan | CG (points) | CG flips (with / alone better) "
                   "| change of CG since step 0 | plan format ok | plan chars |",
                   "|---|---|---|---|---|---|---|---|"]
+        if s1[0].get("copied_from"):
+            lines[-2:-2] = [f"Step 0 is the row of {s1[0]['copied_from']} (`--start-validation`: the same untrained "
+                            "Planner, Coder, held-out problems, token caps and seed, checked against its config).", ""]
         for v in s1:
             flips = v.get("cg_flips", {})
             lines.append(f"| {v['step']} | {_ci(v, 'pass1_alone')} | {_ci(v, 'pass1_with')} | {_ci(v, 'cg_points', True)} "

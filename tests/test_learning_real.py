@@ -129,7 +129,7 @@ def test_start_validation_copies_step_0_only_from_a_run_with_the_same_setup(lr, 
     source = tmp_path / "earlier"
     (source / "stage1" / "round1" / "planner").mkdir(parents=True)
     (source / "stage1" / "config.yaml").write_text(yaml.safe_dump(_stage1_config(lr).to_dict()))
-    rows = [{"step": 0, "cg_points": -7.0, "per_problem": {"mbpp/511": [1, 0], "mbpp/512": [0, 0]}},
+    rows = [{"step": 0, "n_problems": 2, "cg_points": -7.0, "per_problem": {"mbpp/511": [1, 0], "mbpp/512": [0, 0]}},
             {"step": 5, "cg_points": -10.0}]
     (source / "stage1" / "round1" / "planner" / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     new = tmp_path / "new" / "stage1"
@@ -137,6 +137,8 @@ def test_start_validation_copies_step_0_only_from_a_run_with_the_same_setup(lr, 
     copied = [json.loads(line) for line in (new / "round1" / "planner" / "validation.jsonl").read_text().splitlines()]
     assert len(copied) == 1 and copied[0]["step"] == 0 and copied[0]["cg_points"] == -7.0
     assert copied[0]["copied_from"] == str(source)
+    text = lr.write_report(lr.parse_args(["--out", str(tmp_path / "new")]), tmp_path / "new")
+    assert f"Step 0 is the row of {source} (`--start-validation`" in text
     # a longer plan cap, a different Coder or other held-out problems: the untrained row does not apply
     for change in ({"max_completion_length": 160}, {"coder_model": "builtin:qwen2.5-coder-1.5b"},
                    {"validation_ids": "[mbpp/511]"}):
