@@ -39,7 +39,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 BUILTIN = "qwen2.5-coder-0.5b"
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mbpp" / "mbpp.jsonl"
@@ -159,6 +159,46 @@ def reused_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> lis
     return summary["trained_on"]
 
 
+def _measure_pool(args: argparse.Namespace, pool: list[Any], path: Path, chunk: int, label: str,
+                  sample: Callable[[Any, list[Any]], tuple[list[list[str]], list[dict[str, Any]]]]) -> dict[str, dict[str, Any]]:
+    """One row per pool problem in ``path`` (a torn last line is measured again): the base model in-process,
+    ``chunk`` problems at a time; ``sample(backend, part)`` gives each problem's program texts and the extra
+    fields of its row. The rows, measured now or before, by problem id."""
+    from corecode.backends import load_backend
+    from corecode.rewards.trl_rewards import program_for, sandbox_executor
+    from corecode.sandbox import Sandbox, SandboxConfig
+    from corecode.training.models import resolve_model
+
+    rows = {r["problem_id"]: r for r in _read_rows(path)}
+    path.write_text("".join(json.dumps(rows[p.id]) + "\n" for p in pool if p.id in rows), encoding="utf-8")
+    todo = [p for p in pool if p.id not in rows]
+    if not todo:
+        return rows
+    log(f"filter{label}: {len(rows)} of {len(pool)} pool problems measured before; measuring {len(todo)}")
+    # the base model in-process, batched: on a 2-core CPU a batch of 16 rows makes ~100 tok/s with torch
+    # (bf16), where llama.cpp makes ~27 tok/s one sequence at a time
+    backend = load_backend(f"transformers:{resolve_model('builtin:' + BUILTIN)}", dtype="bfloat16",
+                           batch_size=args.generation_batch_size)
+    try:
+        with Sandbox(SandboxConfig(workers=2)) as sandbox, path.open("a", encoding="utf-8") as fh:
+            execute = sandbox_executor(sandbox)
+            for start in range(0, len(todo), chunk):
+                part = todo[start:start + chunk]
+                programs, extras = sample(backend, part)
+                results = iter(execute([(program_for(p, text), p) for p, texts in zip(part, programs) for text in texts]))
+                for i, (problem, texts, extra) in enumerate(zip(part, programs, extras)):
+                    mine = [next(results) for _ in texts]
+                    rates = [None if r is None else r.n_passed / r.n_tests if r.n_tests else 0.0 for r in mine]
+                    rows[problem.id] = {"problem_id": problem.id, "pass_rates": rates, **extra}
+                    fh.write(json.dumps(rows[problem.id]) + "\n")
+                    log(f"filter {start + i + 1}/{len(todo)} {problem.id}:{label} pass rates {rates}")
+                fh.flush()
+                os.fsync(fh.fileno())
+    finally:
+        backend.close()
+    return rows
+
+
 def filter_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> list[str]:
     """The kept training problem ids, measuring each pool problem once (filter.jsonl), or an earlier run's."""
     if args.reuse_filter:
@@ -166,51 +206,23 @@ def filter_problems(args: argparse.Namespace, pool: list[Any], out: Path) -> lis
     if args.filter_by == "alone":
         return filter_alone(args, pool, out)
     from corecode.agents import TaskView, render_prompt, shown_plan
-    from corecode.backends import SamplingConfig, load_backend
-    from corecode.rewards.trl_rewards import program_for, sandbox_executor
-    from corecode.sandbox import Sandbox, SandboxConfig
-    from corecode.training.models import resolve_model
+    from corecode.backends import SamplingConfig
 
-    path = out / "filter.jsonl"
-    rows = {r["problem_id"]: r for r in _read_rows(path)}
-    path.write_text("".join(json.dumps(rows[p.id]) + "\n" for p in pool if p.id in rows), encoding="utf-8")
-    todo = [p for p in pool if p.id not in rows]
-    if todo:
-        log(f"filter: {len(rows)} of {len(pool)} pool problems measured before; measuring {len(todo)}")
-        # the base pair in-process, batched: on a 2-core CPU a batch of 16 rows makes ~100 tok/s with torch
-        # (bf16), where llama.cpp makes ~27 tok/s one sequence at a time
-        backend = load_backend(f"transformers:{resolve_model('builtin:' + BUILTIN)}", dtype="bfloat16",
-                               batch_size=args.generation_batch_size)
-        plan_sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.plan_tokens, seed=args.seed)
-        code_sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.code_tokens, seed=args.seed)
-        chunk = max(1, args.generation_batch_size // args.filter_plans)
-        try:
-            with Sandbox(SandboxConfig(workers=2)) as sandbox, path.open("a", encoding="utf-8") as fh:
-                execute = sandbox_executor(sandbox)
-                for start in range(0, len(todo), chunk):
-                    part = todo[start:start + chunk]
-                    views = [TaskView.from_problem(p) for p in part]
-                    plan_groups = backend.generate([render_prompt("planner", v) for v in views], plan_sampling,
-                                                   n=args.filter_plans)
-                    prompts = [render_prompt("coder_with_plan", v, plan=shown_plan(c.text))
-                               for v, group in zip(views, plan_groups) for c in group]
-                    programs = [c.text for group in backend.generate(prompts, code_sampling, n=args.filter_programs)
-                                for c in group]
-                    per = args.filter_plans * args.filter_programs
-                    owners = [p for p in part for _ in range(per)]
-                    results = execute([(program_for(problem, text), problem) for text, problem in zip(programs, owners)])
-                    for i, problem in enumerate(part):
-                        mine = results[i * per:(i + 1) * per]
-                        rates = [None if r is None else r.n_passed / r.n_tests if r.n_tests else 0.0 for r in mine]
-                        row = {"problem_id": problem.id, "pass_rates": rates,
-                               "plan_chars": [len(c.text) for c in plan_groups[i]]}
-                        rows[problem.id] = row
-                        fh.write(json.dumps(row) + "\n")
-                        log(f"filter {start + i + 1}/{len(todo)} {problem.id}: pass rates {rates}")
-                    fh.flush()
-                    os.fsync(fh.fileno())
-        finally:
-            backend.close()
+    plan_sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.plan_tokens, seed=args.seed)
+    code_sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.code_tokens, seed=args.seed)
+
+    def sample(backend: Any, part: list[Any]) -> tuple[list[list[str]], list[dict[str, Any]]]:
+        views = [TaskView.from_problem(p) for p in part]
+        plan_groups = backend.generate([render_prompt("planner", v) for v in views], plan_sampling, n=args.filter_plans)
+        prompts = [render_prompt("coder_with_plan", v, plan=shown_plan(c.text))
+                   for v, group in zip(views, plan_groups) for c in group]
+        texts = [c.text for group in backend.generate(prompts, code_sampling, n=args.filter_programs) for c in group]
+        per = args.filter_plans * args.filter_programs
+        return ([texts[i * per:(i + 1) * per] for i in range(len(part))],
+                [{"plan_chars": [len(c.text) for c in group]} for group in plan_groups])
+
+    rows = _measure_pool(args, pool, out / "filter.jsonl", max(1, args.generation_batch_size // args.filter_plans),
+                         "", sample)
     kept, always, never, constant = classify([p.id for p in pool], rows)
     summary = {"pool": len(pool), "kept": len(kept), "always_solved": always, "never_solved": never,
                "other_constant": constant, "kept_share": len(kept) / len(pool), "trained_on": kept[: args.train_problems]}
@@ -234,41 +246,17 @@ def filter_alone(args: argparse.Namespace, pool: list[Any], out: Path) -> list[s
     plan, temperature 1.0, batched); a problem is kept when one of them passes at least one test. One line per
     problem in filter-alone.jsonl (resumable like filter.jsonl)."""
     from corecode.agents import TaskView, render_prompt
-    from corecode.backends import SamplingConfig, load_backend
-    from corecode.rewards.trl_rewards import program_for, sandbox_executor
-    from corecode.sandbox import Sandbox, SandboxConfig
-    from corecode.training.models import resolve_model
+    from corecode.backends import SamplingConfig
 
-    path = out / "filter-alone.jsonl"
-    rows = {r["problem_id"]: r for r in _read_rows(path)}
-    path.write_text("".join(json.dumps(rows[p.id]) + "\n" for p in pool if p.id in rows), encoding="utf-8")
-    todo = [p for p in pool if p.id not in rows]
-    if todo:
-        log(f"filter (Coder alone): {len(rows)} of {len(pool)} pool problems measured before; measuring {len(todo)}")
-        backend = load_backend(f"transformers:{resolve_model('builtin:' + BUILTIN)}", dtype="bfloat16",
-                               batch_size=args.generation_batch_size)
-        sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.code_tokens, seed=args.seed)
-        chunk = max(1, args.generation_batch_size // args.filter_programs)
-        try:
-            with Sandbox(SandboxConfig(workers=2)) as sandbox, path.open("a", encoding="utf-8") as fh:
-                execute = sandbox_executor(sandbox)
-                for start in range(0, len(todo), chunk):
-                    part = todo[start:start + chunk]
-                    groups = backend.generate([render_prompt("coder", TaskView.from_problem(p)) for p in part],
-                                              sampling, n=args.filter_programs)
-                    jobs = [(program_for(p, c.text), p) for p, group in zip(part, groups) for c in group]
-                    results = execute(jobs)
-                    per = args.filter_programs
-                    for i, problem in enumerate(part):
-                        mine = results[i * per:(i + 1) * per]
-                        rates = [None if r is None else r.n_passed / r.n_tests if r.n_tests else 0.0 for r in mine]
-                        rows[problem.id] = {"problem_id": problem.id, "pass_rates": rates}
-                        fh.write(json.dumps(rows[problem.id]) + "\n")
-                        log(f"filter {start + i + 1}/{len(todo)} {problem.id}: Coder alone, pass rates {rates}")
-                    fh.flush()
-                    os.fsync(fh.fileno())
-        finally:
-            backend.close()
+    sampling = SamplingConfig(temperature=1.0, top_p=0.99, max_tokens=args.code_tokens, seed=args.seed)
+
+    def sample(backend: Any, part: list[Any]) -> tuple[list[list[str]], list[dict[str, Any]]]:
+        groups = backend.generate([render_prompt("coder", TaskView.from_problem(p)) for p in part], sampling,
+                                  n=args.filter_programs)
+        return [[c.text for c in group] for group in groups], [{} for _ in part]
+
+    rows = _measure_pool(args, pool, out / "filter-alone.jsonl", max(1, args.generation_batch_size // args.filter_programs),
+                         " (Coder alone)", sample)
     kept, always, never, constant = classify_alone([p.id for p in pool], rows)
     chosen = kept[: args.train_problems]
     summary = {"filter_by": "alone", "pool": len(pool), "kept": len(kept), "always_solved": always,
