@@ -59,8 +59,8 @@ def _same(n: int) -> tuple:
 
 
 # ----------------------------------------------------------------------------- raw ways to send a descriptor
-RAW = r'''
-import ctypes, mmap, os, socket, struct, subprocess, sys, threading
+# the C structures of sendmsg / sendmmsg, and libc's syscall(), as the attacking programs use them
+MSG_STRUCTS = r'''
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 
@@ -74,7 +74,11 @@ class msghdr(ctypes.Structure):
 
 class mmsghdr(ctypes.Structure):
     _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+'''
 
+RAW = r'''
+import ctypes, mmap, os, socket, struct, subprocess, sys, threading
+''' + MSG_STRUCTS + r'''
 a, b = socket.socketpair()
 keep = []
 def message(fd):
@@ -166,20 +170,7 @@ try:
 except OSError:
     raise SystemExit(0)
 listener.listen(4)
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-
-class iovec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-class msghdr(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint), ("iov", ctypes.c_void_p),
-                ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
-                ("flags", ctypes.c_int)]
-
-class mmsghdr(ctypes.Structure):
-    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
-
+''' + MSG_STRUCTS + r'''
 keep = []
 def cycle(kind, how):
     s1, s2 = socket.socketpair(socket.AF_UNIX, kind)  # s1's queue holds the listener and s1 itself
