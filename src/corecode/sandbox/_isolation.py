@@ -164,6 +164,11 @@ CLONE_NEWUSER = 0x10000000
 ENOSYS = 38
 
 
+# classic BPF: load a word of seccomp_data, jump if equal / greater or equal / any bit set, return
+_LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_ALLOW, _DENY = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+
+
 def install_syscall_filter(no_user_namespaces: bool = False) -> bool:
     """Install the filter above in this process (inherited by every child); False where it cannot be.
     ``no_user_namespaces``: also refuse new user namespaces (root mode, where jobs never need one)."""
@@ -173,8 +178,7 @@ def install_syscall_filter(no_user_namespaces: bool = False) -> bool:
     if found is None:
         return False
     arch, refused, nowait, userns, clone3, sockets = found
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    ld, jeq, jge, jset, ret, allow, deny = _LD, _JEQ, _JGE, _JSET, _RET, _ALLOW, _DENY
     # (op, jt label, jf label, k); labels are resolved to relative jumps below
     code: list[tuple[int, object, object, int]] = [(ld, 0, 0, 4), (jeq, None, "deny", arch), (ld, 0, 0, 0),
                                                   (jge, "deny", None, 0x40000000)]
@@ -212,7 +216,12 @@ def _bpf(code: list[tuple[int, object, object, int]], labels: dict[str, int]) ->
     returned with the program, which points into it (both must stay alive until installed)."""
 
     def jump(at: int, target: object) -> int:
-        return 0 if target is None or type(target) is int else labels[target] - at - 1  # type: ignore[index]
+        if target is None or type(target) is int:
+            return 0
+        offset = labels[target] - at - 1  # type: ignore[index]
+        if not 0 <= offset <= 255:  # BPF jumps only forward, by a byte; ctypes would wrap it silently
+            raise ValueError(f"seccomp filter: jump from {at} to {target!r} is {offset}")
+        return offset
 
     ops = [_Filter(op, jump(i, jt), jump(i, jf), k) for i, (op, jt, jf, k) in enumerate(code)]
     table = (_Filter * len(ops))(*ops)
@@ -262,8 +271,7 @@ def _program_filter() -> tuple | None:
     if machine not in _PROGRAM_FILTER or machine not in _FILTERED:
         return None
     refused, clone, clone3, getsockopt, setsockopt = _PROGRAM_FILTER[machine]
-    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | 1
+    ld, jeq, jset, ret, allow, deny = _LD, _JEQ, _JSET, _RET, _ALLOW, _DENY
     code: list[tuple[int, object, object, int]] = [(ld, 0, 0, 4), (jeq, None, "deny", _FILTERED[machine][0]),
                                                   (ld, 0, 0, 0)]
     code += [(jeq, "deny", None, nr) for nr in refused]
