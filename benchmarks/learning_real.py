@@ -340,6 +340,9 @@ def seed_start_validation(source: Path, stage_dir: Path, config: Any) -> None:
     target = stage_dir / "round1" / "planner" / "validation.jsonl"
     if target.is_file():
         return
+    if not (source / "stage1" / "config.yaml").is_file():
+        raise SystemExit(f"--start-validation {source}: no stage1/config.yaml there (a run directory of this "
+                         "script whose stage 1 started is expected); leave the option out to measure step 0")
     theirs = yaml.safe_load((source / "stage1" / "config.yaml").read_text(encoding="utf-8"))
     ours = yaml.safe_load(yaml.safe_dump(config.to_dict(), sort_keys=False))  # the same types as theirs
     differ = [k for k in START_KEYS if theirs.get(k) != ours.get(k)]

@@ -144,6 +144,8 @@ def test_start_validation_copies_step_0_only_from_a_run_with_the_same_setup(lr, 
                    {"validation_ids": "[mbpp/511]"}):
         with pytest.raises(SystemExit, match="differs in"):
             lr.seed_start_validation(source, tmp_path / "other" / "stage1", _stage1_config(lr, **change))
+    with pytest.raises(SystemExit, match="no stage1/config.yaml there"):
+        lr.seed_start_validation(tmp_path / "missing", tmp_path / "third" / "stage1", _stage1_config(lr))
     # a stage that has rows already (a resumed run) is left as it is
     lr.seed_start_validation(source, new, _stage1_config(lr, max_completion_length=160))
     assert len((new / "round1" / "planner" / "validation.jsonl").read_text().splitlines()) == 1
