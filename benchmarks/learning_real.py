@@ -78,6 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="stage-1 validation every N steps (default: half the steps: start, middle, end; "
                         "0: start and end only, ~15 min less on 2 cores)")
     parser.add_argument("--stage2-steps", type=int, default=8, help="GRPO steps of stage 2")
+    parser.add_argument("--stage2-eval-steps", type=int, default=0,
+                        help="stage-2 validation every N steps (default 0: start and end only; each one is ~8 min "
+                        "on 2 cores: the Coder with plans and alone on the held-out problems)")
     parser.add_argument("--problems-per-step", type=int, default=4,
                         help="training problems per GRPO step (rows per step = G x this); the first design used 1, "
                         "and its per-step reward mostly said which problem it was")
@@ -373,14 +376,21 @@ def run_stage1(args: argparse.Namespace, out: Path, heldout: list[Any], train_id
     return Path(run_training(config)["planner"])
 
 
+def stage2_overrides(args: argparse.Namespace, out: Path, heldout: list[Any], train_ids: list[str],
+                     planner: Path) -> list[str]:
+    if args.stage2_eval_steps < 0:
+        raise SystemExit(f"--stage2-eval-steps must be >= 0, got {args.stage2_eval_steps}")
+    return _common(args, heldout, train_ids) + [
+        "stage=coder", f"output_dir={out / 'stage2'}", f"planner_model={planner}", f"coder_model=builtin:{BUILTIN}",
+        f"max_steps={args.stage2_steps}", f"eval_steps={args.stage2_eval_steps}",  # 0: the start and the end only
+        f"max_completion_length={args.code_tokens}", f"plan_max_tokens={args.plan_tokens}",
+    ]
+
+
 def run_stage2(args: argparse.Namespace, out: Path, heldout: list[Any], train_ids: list[str], planner: Path) -> Path:
     from corecode.training import load_config, run_training
 
-    overrides = _common(args, heldout, train_ids) + [
-        "stage=coder", f"output_dir={out / 'stage2'}", f"planner_model={planner}", f"coder_model=builtin:{BUILTIN}",
-        f"max_steps={args.stage2_steps}", "eval_steps=0",  # validation at the start and the end
-        f"max_completion_length={args.code_tokens}", f"plan_max_tokens={args.plan_tokens}",
-    ]
+    overrides = stage2_overrides(args, out, heldout, train_ids, planner)
     log(f"stage 2: the Coder on the trained Planner's plans, {args.stage2_steps} steps")
     return Path(run_training(load_config(None, overrides))["coder"])
 

@@ -183,3 +183,17 @@ def test_num_iterations_reaches_trl_and_is_left_out_by_default(lr):
     assert "grpo.num_iterations=4" in overrides
     with pytest.raises(SystemExit, match="num-iterations"):
         lr._common(lr.parse_args(["--num-iterations", "0"]), [], ["mbpp/602"])
+
+
+def test_stage2_validates_at_start_and_end_unless_asked_for_a_middle(lr, tmp_path):
+    from corecode.training import load_config
+
+    def eval_steps(argv):
+        args = lr.parse_args(argv)
+        overrides = lr.stage2_overrides(args, tmp_path, [], ["mbpp/602"], tmp_path / "planner")
+        return load_config(None, overrides).eval_steps
+
+    assert eval_steps(["--stage2-steps", "14"]) == 0
+    assert eval_steps(["--stage2-steps", "14", "--stage2-eval-steps", "7"]) == 7
+    with pytest.raises(SystemExit, match="stage2-eval-steps"):
+        eval_steps(["--stage2-eval-steps", "-1"])
