@@ -441,13 +441,15 @@ def _problem_passes(stage_dir: Path) -> dict[str, list[tuple[int, float, float]]
             by.setdefault((row["problem_id"], int(row.get("step", 0))), []).append(row)
     out: dict[str, list[tuple[int, float, float]]] = {}
     for (pid, step), rows in sorted(by.items(), key=lambda item: item[0][1]):
-        rates = [o["pass_rate"] for r in rows for o in r.get("outcomes") or [] if isinstance(o.get("pass_rate"), (int, float))]
+        # stage 1: a plan's row holds the Coder's programs ("outcomes"); stage 2: a program's row, its own "outcome"
+        rates = [o["pass_rate"] for r in rows for o in r.get("outcomes") or [r.get("outcome") or {}]
+                 if isinstance(o.get("pass_rate"), (int, float))]
         out.setdefault(pid, []).append((step, statistics.fmean(r["reward"] for r in rows),
                                         statistics.fmean(rates) if rates else 0.0))
     return out
 
 
-def _training_problem_lines(stage_dir: Path) -> list[str]:
+def _training_problem_lines(stage_dir: Path, reward_name: str = "plan reward") -> list[str]:
     """Held-out evidence from the training problems themselves: a problem's reward at the first step that
     trains on it is measured before any update on it, so the first-sight rewards of the first half of the
     steps against those of the second half say whether the Planner got better on problems new to it
@@ -464,7 +466,7 @@ def _training_problem_lines(stage_dir: Path) -> list[str]:
     lines = []
     if early and late:
         parts = []
-        for name, index in (("plan reward", 1), ("Coder pass rate with the plans", 2)):
+        for name, index in ((reward_name, 1), ("Coder pass rate with the plans", 2)):
             d = unpaired_bootstrap({p: v[index] for p, v in early.items()}, {p: v[index] for p, v in late.items()})
             a = statistics.fmean(v[index] for v in early.values())
             parts.append(f"{name} {a:.3f} -> {a + d.estimate:.3f}, {d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}]")
@@ -474,7 +476,7 @@ def _training_problem_lines(stage_dir: Path) -> list[str]:
     twice = {pid: seen for pid, seen in passes.items() if len(seen) >= 2}
     if twice:
         d = paired_bootstrap({p: s[0][1] for p, s in twice.items()}, {p: s[1][1] for p, s in twice.items()})
-        lines.append(f"Problems trained on twice ({d.n}): plan reward first vs second pass {d.estimate:+.3f} "
+        lines.append(f"Problems trained on twice ({d.n}): {reward_name} first vs second pass {d.estimate:+.3f} "
                      f"[{d.low:+.3f}, {d.high:+.3f}], {d.b_better} up / {d.a_better} down.")
     return lines + [""] if lines else []
 
@@ -529,8 +531,7 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
             parts = [f"{k} {a:.3f} -> {b:.3f}" for k, (a, b) in ((k, v) for k, v in diag.items() if k != "steps")]
             lines.append(f"Diagnosis, {name} ({diag['steps']} steps; mean over the first vs the last 5): " + "; ".join(parts))
             lines.append("")
-        if name == "stage 1":
-            lines += _training_problem_lines(stage_dir)
+        lines += _training_problem_lines(stage_dir, "plan reward" if name == "stage 1" else "program reward")
     text = "\n".join(lines) + "\n"
     (out / "report.md").write_text(text, encoding="utf-8")
     return text

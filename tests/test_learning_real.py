@@ -197,3 +197,16 @@ def test_stage2_validates_at_start_and_end_unless_asked_for_a_middle(lr, tmp_pat
     assert eval_steps(["--stage2-steps", "14", "--stage2-eval-steps", "7"]) == 7
     with pytest.raises(SystemExit, match="stage2-eval-steps"):
         eval_steps(["--stage2-eval-steps", "-1"])
+
+
+def test_report_compares_first_sight_rewards_of_stage_2_programs(lr, tmp_path):
+    # stage 2 logs one row per program with its own "outcome"; four problems, the later two solved more often
+    stage = tmp_path / "stage2" / "round1" / "coder"
+    stage.mkdir(parents=True)
+    rows = [{"step": step, "problem_id": f"p{step}", "reward": rate, "outcome": {"pass_rate": rate}}
+            for step in range(4) for rate in ((0.0, 0.5) if step < 2 else (1.0, 1.0))]
+    (stage / "executions-rank0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first = lr._training_problem_lines(stage, "program reward")[0]
+    assert "steps < 2 (2 problems) vs later (2;" in first
+    assert "program reward 0.250 -> 1.000, +0.750 [" in first
+    assert "Coder pass rate with the plans 0.250 -> 1.000, +0.750 [" in first
