@@ -371,7 +371,8 @@ for _ in range(512):  # leave the answer: the last inode taken is 16 * answer (m
     "open: socket and pipe inode numbers come from get_next_ino(), a host-wide per-CPU counter; the sandbox "
     "takes a fixed number between cases (1), so a case that makes sockets until the last inode encodes its "
     "answer hands it to the next case on the same CPU: 7 of 8 cases passed. No namespace and no seccomp "
-    "rule hides st_ino (pipes and sockets must stay). Fix: before each case and job child the template / "
+    "rule hides st_ino, and refusing pipes and sockets would not help: new /proc/<pid>/... inodes take "
+    "their numbers from the same counter (fork, then stat the child's /proc entries). Fix: before each case and job child the template / "
     "leader takes pipes until the counter on its CPU is at a batch boundary plus a random offset (pin "
     "case children to that CPU), leaving only the batch number (moved by the whole host) to carry anything"))
 def test_socket_inode_numbers_carry_no_answer_from_case_to_case(sb):
