@@ -519,11 +519,12 @@ def write_report(args: argparse.Namespace, out: Path) -> str:
         lines.append("")
     if s2:
         lines += ["## Stage 2: the Coder trained on the trained Planner's plans (same held-out problems)", "",
-                  "| step | Coder with the trained plans | Coder alone | CG (points) | change of pass@1 with plans since step 0 |",
-                  "|---|---|---|---|---|"]
+                  "| step | Coder with the trained plans | Coder alone | CG (points) | change of pass@1 with plans since "
+                  "step 0 | change of pass@1 alone since step 0 |",
+                  "|---|---|---|---|---|---|"]
         for v in s2:
             lines.append(f"| {v['step']} | {_ci(v, 'pass1_with')} | {_ci(v, 'pass1_alone')} | {_ci(v, 'cg_points', True)} "
-                         f"| {_change(v, 'pass1_with')} |")
+                         f"| {_change(v, 'pass1_with')} | {_change(v, 'pass1_alone')} |")
         lines.append("")
     for name, stage_dir in (("stage 1", out / "stage1" / "round1" / "planner"), ("stage 2", out / "stage2" / "round1" / "coder")):
         diag = _diagnosis(stage_dir)

@@ -54,6 +54,15 @@ def test_report_has_the_validation_tables_with_intervals_and_the_change(lr, tmp_
     assert "| 60 |" in text and "+15.0 [+6.4, +23.6], 25 up / 4 down" in text
     assert "reward 0.250 -> 0.450" in text  # first 2 vs last 2 of 4 steps
     assert (tmp_path / "report.md").read_text() == text
+    # stage 2: both of the Coder's pass rates change (with the plans, and alone); each has its paired change
+    stage2 = tmp_path / "stage2" / "round1" / "coder"
+    stage2.mkdir(parents=True)
+    trained = {**start, "step": 14, "vs_start": {"step": 0, "pass1_with": {"diff": 6.0, "ci": [1.0, 11.0], "up": 8, "down": 2},
+                                                 "pass1_alone": {"diff": -2.0, "ci": [-6.0, 2.0], "up": 1, "down": 3}}}
+    (stage2 / "validation.jsonl").write_text(json.dumps(start) + "\n" + json.dumps(trained) + "\n")
+    text = lr.write_report(lr.parse_args(["--out", str(tmp_path)]), tmp_path)
+    assert "| 14 | 20.0 [14.0, 27.0] | 30.0 [23.0, 38.0] | -10.0 [-17.1, -2.9] | +6.0 [+1.0, +11.0], 8 up / 2 down " \
+           "| -2.0 [-6.0, +2.0], 1 up / 3 down |" in text
 
 
 def test_report_only_lists_every_invocation_and_runs_nothing(lr, tmp_path, capsys):
