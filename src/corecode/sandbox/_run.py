@@ -226,6 +226,10 @@ class Meter:
         """
         for round_ in range(2000):
             live = self.tree()
+            if self.cgroup:  # the job cgroup lists every job process, also one a walk missed: a process whose
+                seen = set(live)  # parent died during the walk, on its way to the reaper's children (a fork chain)
+                live += [p for p in self.pids() if p not in seen and p not in self.exclude and p not in self.spare
+                         and p != self.self_pid]
             reap()
             if not live:
                 return True
