@@ -31,7 +31,8 @@ pinned here. Every attack below got through before its fix:
 
 Open (strict xfail, with the fix it needs in its reason): the page cache through fault counters from job to
 job. Closed since: in-flight Unix sockets (kept alive by an SCM_RIGHTS cycle until the kernel's GC runs)
-whose abstract names reached the next case or job (program children refuse sendmsg); the pid counter, the System V id sequence and the tmpfs inode numbers (the case template
+whose abstract names reached the next case or job (program children refuse sendmsg; its tests are in
+tests/test_sandbox_redteam_fdpassing.py with the rest of that red team); the pid counter, the System V id sequence and the tmpfs inode numbers (the case template
 sets the pid counter before each case and gives each case its own IPC namespace; the job dir is a fresh
 tmpfs for every child), the template's /proc/<pid>/stat (hidepid=2), the job cgroup's CPU counter (cgroup
 directories 0700), the host's fork count in /proc/stat (host counters read as empty) and the host's mount
@@ -611,67 +612,3 @@ def test_host_counters_carry_no_answer_from_case_to_case(sb):
     same = tuple(StdioTest("2 3\n", "5\n") for _ in range(6))
     result = sb.execute(FORK_COUNT_CHANNEL, same)
     assert [t.passed for t in result.tests] == [False] * 6
-
-
-# ------------------------------------------------------------------------------------------- in-flight sockets
-INFLIGHT_CHANNEL = """
-import array, socket
-found = None
-for k in range(16):  # is a listener of an earlier case still bound to one of these abstract names?
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(f"\\0redteam-inflight-{k}")
-        found = k
-    except OSError:
-        pass
-    probe.close()
-print(found)
-a, b = map(int, input().split())
-listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    listener.bind(f"\\0redteam-inflight-{a + b}")
-except OSError:
-    raise SystemExit(0)
-listener.listen(4)
-s1, s2 = socket.socketpair()  # s1's queue holds the listener and s1 itself: a cycle no process holds
-try:
-    s2.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [listener.fileno(), s1.fileno()]))])
-except OSError:
-    pass
-"""
-
-
-def test_in_flight_sockets_carry_no_answer_from_case_to_case(sb):
-    """A Unix socket sent over a socket that sits in its own queue (SCM_RIGHTS) outlived every process of
-    its case until the kernel's unix garbage collector ran; a listener kept so stayed bound to its abstract
-    name, and the next case that connected learned the answer from the name: 9-23 of 40 equal cases passed
-    (a strict xfail until 2026-12-02). Program children now run under a second seccomp filter that refuses
-    sendmsg / sendmmsg, the only calls that carry descriptors (io_uring is refused already)."""
-    same = tuple(StdioTest("2 3\n", "5\n") for _ in range(40))
-    result = sb.execute(INFLIGHT_CHANNEL, same)
-    assert [t.passed for t in result.tests] == [False] * 40
-
-
-FD_PASSING = """
-import array, socket
-def passes_fds():
-    a, b = socket.socketpair()
-    try:
-        a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [a.fileno()]))])
-        return "sent"
-    except PermissionError:
-        a.send(b"y")  # plain sends still work
-        return "refused" if b.recv(1) == b"y" else "broken"
-"""
-
-
-def test_program_children_cannot_put_a_descriptor_in_flight(sb):
-    # a function job (the same child setup as measured and traced runs) and a stdin/stdout case refuse
-    # SCM_RIGHTS; the sandbox's own descriptor passing (worker -> judge, leader -> case template) goes on,
-    # or nothing here would run
-    call = Problem(id="fd", source="t", statement="fd", entry_point="passes_fds",
-                   tests=(CallTest(fn_name="passes_fds", args=(), expected="refused"),))
-    assert sb.run(FD_PASSING, call).passed
-    stdio = Problem(id="fd-io", source="t", statement="fd", tests=(StdioTest("", "refused\n"),))
-    assert sb.run(FD_PASSING + "print(passes_fds())\n", stdio).passed
-    assert sb.isolation.get("syscall_filter") is True
