@@ -67,3 +67,33 @@ def test_every_mbpp_reference(sb, name, count):
     failures = _failures(sb, [(p.reference_solutions[0], p) for p in problems])
     details = {pid: r.tests[[t.passed for t in r.tests].index(False)].detail for pid, r in failures.items()}
     assert set(failures) == MBPP_FAILING_REFERENCES & {p.id for p in problems}, details
+
+
+def test_one_fork_and_two_fork_jobs_give_the_same_verdicts(sb):
+    # Issue 15: a job of function tests runs in its leader (one fork); one_fork_jobs=False keeps the leader
+    # and a program child. Both must judge alike: references pass, wrong variants fail the same tests.
+    problems = load_benchmark("humaneval")[:40]
+    jobs = [(p.reference_solutions[0], p) for p in problems] + [(p.prompt + "    return None\n", p) for p in problems]
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=False)) as two_forks:
+        old = two_forks.run_batch(jobs)
+    new = sb.run_batch(jobs)
+
+    def verdicts(results):
+        return [(r.status, [t.status for t in r.tests]) for r in results]
+
+    assert verdicts(new) == verdicts(old)
+    assert sum(r.passed for r in new) == len(problems)
+
+
+def test_function_jobs_run_in_their_leader_unless_told_otherwise(sb):
+    # The program's parent: the worker (pid 1 of its PID namespace) when the leader became the program;
+    # the leader when it forked a program child. A test can fail either way, so the path is really taken.
+    from corecode.types import CallTest
+
+    program = "import os\n\ndef parent():\n    return os.getppid()\n"
+    if not sb.isolation.get("pid_namespace"):
+        pytest.skip("the worker is pid 1 only in a PID namespace of its own")
+    assert sb.execute(program, [CallTest("parent", (), 1)]).passed
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=False)) as two_forks:
+        result = two_forks.execute(program, [CallTest("parent", (), 1)])
+    assert not result.passed and result.tests[0].status == Status.WRONG_ANSWER

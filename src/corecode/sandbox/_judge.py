@@ -90,6 +90,10 @@ class Events:
             if item[0] == "job":
                 self.jobs.append((item[1], self.fds))
                 self.fds = []
+            elif item[0] == "jobfd" and self.fds:  # the message in a sealed memfd (the worker did not read it)
+                self.jobs.append((_read_all(self.fds[0]), self.fds[1:]))
+                os.close(self.fds[0])
+                self.fds = []
             elif item[0] == "dead" and item[1] >= self.seq:  # may arrive with its job's own frame
                 self.deaths[item[1]] = (item[2], item[3])
 
@@ -102,6 +106,17 @@ class Events:
         self.seq = job["seq"]
         self.deaths = {k: v for k, v in self.deaths.items() if k >= self.seq}
         return job, fds
+
+
+def _read_all(fd: int) -> bytes:
+    size, chunks, offset = os.fstat(fd).st_size, [], 0
+    while offset < size:
+        chunk = os.pread(fd, size - offset, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 class Program:

@@ -661,13 +661,18 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
         os.ftruncate(reply_fd, 0)
     if not state["secret"]:
         judge["recv"](judge["ctl_in"])  # keep the protocol in step
+    reply_failure(judge, state, t0, public["n_tests"], judge["ctl_out"])
+
+
+def reply_failure(judge: dict, state: dict, t0: float, n_tests: int, out: int) -> None:
+    """The answer for a job whose judge did not reply: every test failed, with why."""
     if state["killed"]:
         status, detail = "timeout", "the tests did not finish within the job's time limits"
     else:
         status, detail = "runtime_error", f"the judge process failed (status {state['judge_exit']})"
     tests = [{"index": i, "status": status, "cpu_time_s": 0.0, "wall_time_s": 0.0, "peak_memory_bytes": 0,
-              "exception": None, "detail": detail, "stdout": "", "stderr": ""} for i in range(public["n_tests"])]
-    judge["send"](judge["ctl_out"], json.dumps({"tests": tests, "wall": time.monotonic() - t0}).encode())
+              "exception": None, "detail": detail, "stdout": "", "stderr": ""} for i in range(n_tests)]
+    judge["send"](out, json.dumps({"tests": tests, "wall": time.monotonic() - t0}).encode())
 
 
 class JudgeProcess:
@@ -732,8 +737,10 @@ def _judge_gone(jp: JudgeProcess, meter: Meter, kill: bool) -> int | None:
     return code
 
 
-def _send_job(jp: JudgeProcess, message: bytes, fds: list[int]) -> None:
-    body = marshal.dumps(("job", message))
+def _send_job(jp: JudgeProcess, message: bytes, fds: list[int], tag: str = "job") -> None:
+    """A job for the judge: ``("job", message)`` with the program's descriptors, or ``("jobfd", b"")`` whose
+    first descriptor is a sealed memfd holding the message (``_direct``: the worker never reads it)."""
+    body = marshal.dumps((tag, message))
     frame = struct.pack("<I", len(body)) + body
     # The descriptors travel with the frame's first bytes; the whole frame in one call where it fits (one
     # wake-up of the judge, not one for the head and one for the rest).
@@ -803,9 +810,10 @@ def _start_program(ctx: dict, public: dict) -> dict:
 
 
 def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | None, jp: JudgeProcess,
-               budget: float, t0: float) -> dict:
+               budget: float, t0: float, phase: tuple[float, float] | None = None) -> dict:
     """Serve the judge's events (test boundaries: the limits to apply), watch the program child and the
-    judge, enforce the limits; return when the judge has replied, died or was killed."""
+    judge, enforce the limits; return when the judge has replied, died or was killed. ``phase``: when
+    and at which job CPU the program's load phase began, if before this call (``_direct``)."""
     limits, meter = public["limits"], ctx["meter"]
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": None}
     p_alive = program is not None and "death" not in program
@@ -818,7 +826,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
         _send_frame(sock, "dead", jp.seq, *program["death"])
     p_reason = None
     phase_limit = limits["load_cpu"] if program else None
-    phase_t, phase_c = time.monotonic(), meter.cpu()
+    phase_t, phase_c = phase if phase is not None else (time.monotonic(), meter.cpu())
     deadline = t0 + public["deadline_s"] + 10.0  # the harness waits job_timeout_margin_s (30 s) longer
     judge_stat = _open_stat(jp.pid)  # read again at every wake-up: one pread, not an open and a close
     judge_cpu0 = _cpu_of(jp.pid, judge_stat)

@@ -37,6 +37,7 @@ import _isolation as iso  # noqa: E402
 import _run  # noqa: E402
 import _measure  # noqa: E402  (the measurement pass of passing programs)
 import _cases  # noqa: E402,F401  (stdin/stdout cases: a template per program, _run.run_job)
+import _direct  # noqa: E402  (function-only jobs: the leader becomes the program)
 
 sys.path.remove(HERE)
 
@@ -119,6 +120,9 @@ class Worker:
         self.worker_pid = os.getpid()
         self.quiet_leader = iso.one_thread()  # job leaders forked without Python's fork hooks (lead_next)
         self.quiet_fork = iso.quiet_fork_safe()  # and program children too
+        # A leader may become its job's program (_direct) only if it was forked as a program child would be.
+        self.one_fork = bool(setup.get("one_fork", True)) and (self.quiet_fork or not self.quiet_leader)
+        self.hand = None  # the current job's _direct.Handover, in the worker and its leader
         gc.collect()
         gc.freeze()  # keep forked jobs from touching (copying) the worker's object headers
 
@@ -285,11 +289,14 @@ class Worker:
         judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
                  "reply_fd": self.reply_fd, "process": self.judge}
         # The judge is forked from the clean worker (never from a leader), so it outlives jobs.
-        _run._ensure_judge({"limits": {"memory": self.setup.get("judge_memory", 1 << 30)},
-                            "judge_uid": self.setup.get("judge_uid", self.setup["job_uid"]),
-                            "uid_drop": self.info["uid_drop"],
-                            "user_namespace": self.info.get("user_namespace", False), "meter": self.meter}, judge)
+        judge_ctx = {"limits": {"memory": self.setup.get("judge_memory", 1 << 30)},
+                     "judge_uid": self.setup.get("judge_uid", self.setup["job_uid"]), "uid_drop": self.info["uid_drop"],
+                     "user_namespace": self.info.get("user_namespace", False), "meter": self.meter}
+        _run._ensure_judge(judge_ctx, judge)
         self.judge.seq += 1  # the leader adds one more: every job's sequence number is new to the judge
+        hand = self.hand = _direct.Handover() if self.one_fork else None
+        if hand is not None:
+            self.meter.start()  # as before a program child's fork: the leader may become one
         self._reset_pids()
         exit_now = os._exit
         # Without the interpreter's after-fork hooks (_isolation.fork_quiet): the leader is our own code in a
@@ -304,6 +311,18 @@ class Worker:
                 sys.stderr.flush()
             finally:
                 exit_now(code)
+        if hand is not None:
+            self.hand = None
+            _direct.Handover.close(hand.leader_side())
+            try:
+                header = _direct.read_header(hand.hdr_r)
+                if header is not None:  # the leader became the program: supervise it here
+                    self.meter.watch(pid)
+                    code = _direct.supervise(self, pid, header, hand, judge, judge_ctx)
+                    self._reap_nowait()
+                    return code
+            finally:
+                _direct.Handover.close(hand.worker_side())
         while True:
             try:
                 status = os.waitpid(pid, 0)[1]
@@ -351,6 +370,11 @@ class Worker:
             return LEADER_EOF
         public = pickle.loads(body)
         del body
+        hand, self.hand = self.hand, None
+        if hand is not None:
+            if _direct.eligible(public):
+                _direct.become_program(self, public, hand)  # never returns
+            _direct.Handover.close(hand.leader_side() + hand.worker_side())  # no header: the worker waits for our exit
         if public.get("kind") == "measure":
             try:
                 reply = _measure.serve(self, public, recv)

@@ -47,6 +47,9 @@ class SandboxConfig:
     scratch_mb: int = field(default=256, metadata={"help": "size of each worker's private tmpfs (MiB)"})
     preload: tuple[str, ...] = field(default=DEFAULT_PRELOAD, metadata={"help": "modules imported by workers"})
     python: str = field(default=sys.executable, metadata={"help": "interpreter the workers run"})
+    one_fork_jobs: bool = field(
+        default=True, metadata={"help": "a job of function tests only: its leader becomes the program (one fork "
+                                         "per job); False: the leader forks a program child (two forks)"})
     job_timeout_margin_s: float = field(
         default=30.0, metadata={"help": "how long past a job's own deadline the harness waits for a worker"})
 

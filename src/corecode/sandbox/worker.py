@@ -146,7 +146,7 @@ class Worker:
             "isolate": self.config.isolate, "need_paths": _need_paths(), "preload": list(self.config.preload),
             "job_uid": self.config.job_uid, "judge_uid": self.config.judge_uid,
             "job_cgroups": self.job_cgroups, "hide_paths": list(_hide_paths()),
-            "judge_memory": self.config.memory_limit_mb << 20,
+            "judge_memory": self.config.memory_limit_mb << 20, "one_fork": self.config.one_fork_jobs,
         }
         try:
             self._send(pickle.dumps(setup))

@@ -1,0 +1,209 @@
+"""Function-only jobs with one fork: the job leader becomes the program child, the worker supervises.
+
+Loaded by the worker from this directory (standard library only). Issue 15: a job of function tests (every
+HumanEval and MBPP job) used to cost two forks of a worker-sized process (worker -> job leader -> program
+child), and the leader, which ran the supervision loop and the sweep in memory it shared copy-on-write
+with the worker, took more page faults than the program itself. Here the leader reads its job (as before,
+the worker never reads one), writes the judge's message into a sealed memfd and a small *header* (limits,
+test indices, deadline: numbers, no program text, no input) into a pipe, closes both, isolates itself
+exactly as a program child does (``_run._become_job``) and runs the program. The worker, which forked it,
+reads the header, hands the sealed message and the program's pipes to the judge (without reading the
+message), supervises the program as the leader did (``_run._supervise``), sweeps, and forwards the judge's
+reply with ``sendfile``.
+
+What stays as it was: the worker's heap holds no program, input, test or expected value (the header is
+limits and indices); the program process is forked from a process that only ever saw its own job (the
+leader); the judge reads the secret part straight from the harness's pipe; everything of the job is
+killed and wiped before the harness gets the answer. What the program can reach of the hand-over: nothing
+(the header pipe and the memfd are closed before any program code, with every other descriptor above 4,
+and the memfd is sealed against writes before the header is sent, so the judge reads what trusted code
+wrote even if a copy of it leaked).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import marshal
+import os
+import pickle
+import signal
+import time
+
+import _isolation as iso
+import _run
+
+SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+HEADER_CAP = 1 << 20
+
+
+def eligible(public: dict) -> bool:
+    """Jobs whose only test group is the function group (no stdin/stdout case, no trace)."""
+    groups = public.get("groups") or []
+    return (public.get("kind") == "program" and public.get("trace") is None and len(groups) == 1
+            and groups[0].get("kind") == "function")
+
+
+class Handover:
+    """The descriptors of one job's hand-over, made by the worker before it forks the leader (nothing of a
+    job is in them yet): the header pipe, the judge's message memfd, the program's stdout/stderr memfds
+    and its two pipes to the judge."""
+
+    def __init__(self) -> None:
+        self.hdr_r, self.hdr_w = os.pipe2(os.O_CLOEXEC)
+        self.msg = os.memfd_create("judge-message", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self.out, self.err = _run._memfd("stdout"), _run._memfd("stderr")
+        self.req_r, self.req_w = os.pipe2(os.O_CLOEXEC)
+        self.rep_r, self.rep_w = os.pipe2(os.O_CLOEXEC)
+
+    def leader_side(self) -> tuple[int, ...]:
+        return self.hdr_w, self.req_r, self.rep_w
+
+    def worker_side(self) -> tuple[int, ...]:
+        return self.hdr_r, self.msg, self.out, self.err, self.req_w, self.rep_r
+
+    @staticmethod
+    def close(fds) -> None:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+# ------------------------------------------------------------------------------- in the leader
+def become_program(worker, public: dict, hand: Handover) -> None:
+    """In the job leader, for an ``eligible`` job: hand over, isolate, run the program. Never returns."""
+    exit_now = os._exit  # bound before the program runs: it may replace os._exit
+    t0 = time.monotonic()
+    Handover.close((hand.hdr_r, hand.req_w, hand.rep_r))  # the worker's ends
+    limits = public["limits"]
+    worker.jobdir = os.path.join(worker.scratch, "job")
+    worker._fresh_jobdir()
+    worker.meter.set_memory_limit(limits["memory"])
+    message = pickle.dumps({"public": public, "stdio": [], "syntax_error": None, "t0": t0,
+                            "seq": worker.judge.seq + 1, "program": True}, protocol=5)
+    view = memoryview(message)
+    while view:
+        view = view[os.write(hand.msg, view):]
+    fcntl.fcntl(hand.msg, fcntl.F_ADD_SEALS, SEALS)
+    os.close(hand.msg)
+    del message, view
+    header = marshal.dumps({"limits": limits, "tests": list(public["groups"][0]["tests"]),
+                            "deadline_s": float(public["deadline_s"]), "t0": t0, "c0": worker.meter.cpu()})
+    os.write(hand.hdr_w, header)  # far below PIPE_BUF: one write
+    os.close(hand.hdr_w)
+    ctx = worker.job_context(worker.jobdir, limits)
+    program, setup = public["program"], public["setup"]
+    del public
+    try:
+        iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 0)  # the leader was one; a program process is not
+        if worker.quiet_leader:
+            iso.after_quiet_fork()  # random's fresh seed, as os.fork's hook gives a program child
+        in_fd = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        _run._become_job(in_fd, hand.out, hand.err, hand.req_r, ctx, limits["load_cpu"] + sum(limits["cpu"]),
+                         extra_fd=hand.rep_w)
+        _run._program_main(program, setup, b"")
+    except BaseException:  # noqa: BLE001 - our own setup failed: the judge sees the program die
+        import traceback
+
+        os.write(2, traceback.format_exc().encode()[-4000:])
+    finally:
+        exit_now(1)
+
+
+# ------------------------------------------------------------------------------- in the worker
+def read_header(fd: int) -> dict | None:
+    """The leader's header: read until the leader closed the pipe (before any program code); None when it
+    wrote none (a job the leader runs itself, or it ended first)."""
+    chunks, size = [], 0
+    while size < HEADER_CAP:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if not chunks:
+        return None
+    header = marshal.loads(b"".join(chunks))
+    return header if type(header) is dict else None
+
+
+def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge_ctx: dict) -> int:
+    """In the worker: the job of a leader that became its program. Returns the leader's exit code for
+    ``lead_next``: LEADER_DONE (a judge that died or was killed is already forgotten here, in the worker's
+    own state, unlike a leader's, whose copy is lost when it exits)."""
+    jp, meter = worker.judge, worker.meter
+    jp.seq += 1  # the number the leader gave the job (worker.judge.seq + 1)
+    worker.jobdir = os.path.join(worker.scratch, "job")
+    limits = header["limits"]
+    public = {"limits": limits, "deadline_s": header["deadline_s"]}
+    function = {"tests": header["tests"]}
+    program = {"pid": pid, "out_fd": hand.out, "err_fd": hand.err}
+    ctx = worker.job_context(worker.jobdir, limits)
+    budget = 5.0 + limits["load_cpu"] + 2 * sum(limits["cpu"])
+    state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
+    if fcntl.fcntl(hand.msg, fcntl.F_GET_SEALS) & SEALS != SEALS:
+        raise RuntimeError("the job leader's message is not sealed")
+    try:
+        for _ in range(3):  # a judge that died before it read the secret is replaced, the job handed over again
+            _run._ensure_judge(judge_ctx, judge)
+            try:
+                _run._send_job(jp, b"", [hand.msg, hand.req_w, hand.rep_r, hand.out, hand.err], tag="jobfd")
+            except OSError:
+                _run._judge_gone(jp, meter, kill=True)
+                continue
+            state = _run._supervise(ctx, public, function, program, jp, budget, header["t0"],
+                                    phase=(header["t0"], header["c0"]))
+            if state["secret"] or state["replied"] or state["killed"]:
+                break
+    finally:
+        if "death" not in program:  # _supervise reaps it when it dies; otherwise it is still ours to end
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+    worker._sweep(last=True)
+    worker._drop_jobdir()
+    reply_fd, ctl_out = judge["reply_fd"], worker.ctl_out
+    try:
+        if state["replied"]:
+            size = os.fstat(reply_fd).st_size
+            _run._send_head(ctl_out, size)
+            offset = 0
+            while offset < size:  # kernel to kernel: the verdicts (with expected values) never enter us
+                offset += os.sendfile(ctl_out, reply_fd, offset, size - offset)
+        else:
+            if not state["secret"]:
+                discard_message(worker.ctl_in)  # keep the protocol in step without reading the secret
+            _run.reply_failure(judge, state, header["t0"], len(header["tests"]), ctl_out)
+    finally:
+        os.ftruncate(reply_fd, 0)
+    return LEADER_DONE  # the worker's own judge state is up to date (a lost judge is already forgotten)
+
+
+def discard_message(fd: int) -> None:
+    """Skip one framed message on the harness's pipe without it entering this process: its length is
+    read, its body spliced into /dev/null (the worker must never hold a job's secret part)."""
+    head = b""
+    while len(head) < 4:
+        chunk = os.read(fd, 4 - len(head))
+        if not chunk:
+            return
+        head += chunk
+    left = int.from_bytes(head, "little")
+    sink = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        while left:
+            moved = os.splice(fd, sink, left)
+            if not moved:
+                return
+            left -= moved
+    finally:
+        os.close(sink)
+
+
+LEADER_DONE = 0  # as in _zygote
