@@ -830,11 +830,17 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
     deadline = t0 + public["deadline_s"] + 10.0  # the harness waits job_timeout_margin_s (30 s) longer
     judge_stat = _open_stat(jp.pid)  # read again at every wake-up: one pread, not an open and a close
     judge_cpu0 = _cpu_of(jp.pid, judge_stat)
+    # A test's "begin" carries the job CPU the judge read as the test began, so the wake-up it causes
+    # reads no meter (the next wake-up, at the latest after the test's whole limit, checks everything);
+    # the judge's own CPU budget is read at most every 20 ms. Issue 15: a wake-up per test was ~4 reads.
+    fresh, judge_checked = False, -1.0
     try:
         while True:
             now = time.monotonic()
             used = None
-            if p_alive and phase_limit is not None:
+            if p_alive and phase_limit is not None and fresh:
+                used = 0.0
+            elif p_alive and phase_limit is not None:
                 used = meter.cpu() - phase_c
                 if p_reason is None:
                     wall_limit = phase_limit * limits["wall_factor"] + limits["wall_extra"]
@@ -847,7 +853,11 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     if p_reason:
                         os.kill(program["pid"], signal.SIGKILL)
                         meter.kill_all()
-            if now > deadline or _cpu_of(jp.pid, judge_stat) - judge_cpu0 > budget:
+            fresh, judge_over = False, False
+            if now - judge_checked >= 0.02:
+                judge_checked = now
+                judge_over = _cpu_of(jp.pid, judge_stat) - judge_cpu0 > budget
+            if now > deadline or judge_over:
                 state["killed"] = True
                 state["judge_exit"] = _judge_gone(jp, meter, kill=True)
                 return state
@@ -868,7 +878,8 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                         tag = item[0]
                         if tag == "begin":  # the judge measures; we apply this test's limits
                             phase_limit = limits["cpu"][function["tests"][item[1]]]
-                            phase_t, phase_c = time.monotonic(), meter.cpu()
+                            fresh = len(item) == 3 and type(item[2]) is float
+                            phase_t, phase_c = time.monotonic(), item[2] if fresh else meter.cpu()
                         elif tag == "end":
                             phase_limit = None
                         elif tag == "secret":
