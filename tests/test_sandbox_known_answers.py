@@ -70,13 +70,14 @@ def test_every_mbpp_reference(sb, name, count):
 
 
 def test_one_fork_and_two_fork_jobs_give_the_same_verdicts(sb):
-    # Issue 15: a job of function tests runs in its leader (one fork); one_fork_jobs=False keeps the leader
-    # and a program child. Both must judge alike: references pass, wrong variants fail the same tests.
+    # Issue 15: with one_fork_jobs=True a job of function tests runs in its leader (one fork; not for
+    # untrusted programs, see tests/test_sandbox_redteam_onefork.py); the default keeps the leader and a
+    # program child. Both must judge alike: references pass, wrong variants fail the same tests.
     problems = load_benchmark("humaneval")[:40]
     jobs = [(p.reference_solutions[0], p) for p in problems] + [(p.prompt + "    return None\n", p) for p in problems]
-    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=False)) as two_forks:
-        old = two_forks.run_batch(jobs)
-    new = sb.run_batch(jobs)
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=True)) as one_fork:
+        new = one_fork.run_batch(jobs)
+    old = sb.run_batch(jobs)
 
     def verdicts(results):
         return [(r.status, [t.status for t in r.tests]) for r in results]
@@ -85,7 +86,7 @@ def test_one_fork_and_two_fork_jobs_give_the_same_verdicts(sb):
     assert sum(r.passed for r in new) == len(problems)
 
 
-def test_function_jobs_run_in_their_leader_unless_told_otherwise(sb):
+def test_function_jobs_run_in_their_leader_only_when_told(sb):
     # The program's parent: the worker (pid 1 of its PID namespace) when the leader became the program;
     # the leader when it forked a program child. A test can fail either way, so the path is really taken.
     from corecode.types import CallTest
@@ -93,7 +94,7 @@ def test_function_jobs_run_in_their_leader_unless_told_otherwise(sb):
     program = "import os\n\ndef parent():\n    return os.getppid()\n"
     if not sb.isolation.get("pid_namespace"):
         pytest.skip("the worker is pid 1 only in a PID namespace of its own")
-    assert sb.execute(program, [CallTest("parent", (), 1)]).passed
-    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=False)) as two_forks:
-        result = two_forks.execute(program, [CallTest("parent", (), 1)])
+    result = sb.execute(program, [CallTest("parent", (), 1)])
     assert not result.passed and result.tests[0].status == Status.WRONG_ANSWER
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=True)) as one_fork:
+        assert one_fork.execute(program, [CallTest("parent", (), 1)]).passed

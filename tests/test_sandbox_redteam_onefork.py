@@ -18,13 +18,12 @@ Got through (strict xfails; each names its channel):
   then exits with its heap) 0 of 3 in every variant. This breaks
   docs/sandbox.md's "What is left in a child's memory is its own job's public part and the worker's
   start-up state": it is now also what earlier programs put there.
-* **Parallel helpers use up to (cores) x the CPU limit and pass** (both paths; not new here). The worker
-  next looks at the job's CPU after ``min(tick, limit - used)`` of wall time, so work spread over two
-  processes that ends before then is never compared with the limit: 1.1 s of CPU under a 0.6 s limit
-  passes (the judge even reports ``cpu_time_s`` 1.1), while the same work in one process times out. It
-  needs a second CPU free: on a busy machine the test skips.
+Since then ``one_fork_jobs`` is off by default and documented as not for untrusted programs.
 
-Held (passing tests): the hand-over (header pipe, sealed message memfd, reply memfd, the worker's and the
+Held (passing tests): parallel helpers that use more than a test's CPU limit on several cores and end
+before the supervisor's next look (1.1 s of CPU in 0.57 s of wall passed a 0.6 s limit, in both paths,
+function tests and stdin/stdout cases) now time out: the judge compares each test's measured CPU with its
+limit. The hand-over (header pipe, sealed message memfd, reply memfd, the worker's and the
 judge's descriptors) is out of reach of the program: it holds fds 0-4 only, and /proc of the worker and
 the judge is hidden; no honest earlier job's program text, arguments, expected values, stdout, stderr or
 exception text is in a later program's memory (the scan that finds the channels above finds none of
@@ -324,11 +323,9 @@ def f(n, wall, cpu):
 """
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "limit: the worker compares the job's CPU with the test's limit only when it wakes, after min(tick, "
-    "limit - used) of wall time, and the judge never compares its measured cpu_time_s with the limit: work "
-    "spread over two processes that ends before then passes with up to 2 x the limit of CPU (cores x on a "
-    "bigger machine; both paths)"))
+# Held since the judge compares each test's measured CPU (the job cgroup's, helpers included) with the
+# test's limit (before: work spread over two processes that ended before the supervisor's next look at
+# the job's CPU passed with up to 2 x the limit; both paths).
 @pytest.mark.parametrize("one_fork", [True, False], ids=["one_fork", "two_fork"])
 def test_parallel_helpers_do_not_pass_past_the_cpu_limit(one_fork):
     if (os.cpu_count() or 1) < 2:
@@ -343,6 +340,19 @@ def test_parallel_helpers_do_not_pass_past_the_cpu_limit(one_fork):
                     "nothing to show")
     assert not (t.status == Status.PASSED and t.cpu_time_s > LIMIT), (
         f"passed with {t.cpu_time_s:.2f} s CPU under a {LIMIT} s limit")
+    assert t.status == Status.TIMEOUT and t.cpu_time_s > LIMIT, t
+
+
+def test_parallel_helpers_do_not_pass_a_stdio_case_past_the_cpu_limit():
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs two CPUs")
+    program = PARALLEL + f"\nn = int(input())\nprint(f(n, {0.8 * LIMIT}, 9.0))\n"
+    with _sandbox(False, time_limit_s=LIMIT) as sb:
+        assert sb.execute(program, [StdioTest("0\n", "1\n")]).passed  # no helpers: a right answer
+        t = sb.execute(program, [StdioTest("2\n", "1\n")]).tests[0]
+    if t.status == Status.PASSED and t.cpu_time_s <= LIMIT:
+        pytest.skip(f"no second CPU free right now ({t.cpu_time_s:.2f} s CPU in {t.wall_time_s:.2f} s)")
+    assert t.status == Status.TIMEOUT and t.cpu_time_s > LIMIT, t
 
 
 # ------------------------------------------------------------- limits with the worker supervising: held

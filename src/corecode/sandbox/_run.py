@@ -35,6 +35,7 @@ import _safemarshal
 import _verdict as vd
 
 FRAME_HEAD = 20  # 16-byte nonce + 4-byte length
+PHASE = struct.Struct("<qqdd")  # as _judge.PHASE: job number, test index, job CPU and time at its start
 PLAIN_TYPES = (str, int, float, bytes, bool, type(None))
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -683,6 +684,8 @@ class JudgeProcess:
 
     def __init__(self) -> None:
         self.pid, self.sock, self.pidfd, self.seq, self.buf = 0, None, -1, 0, bytearray()
+        # Where the judge writes which test began (_judge.PHASE), read by the supervisor at its wake-ups.
+        self.phase_fd = _memfd("phase")
 
 
 def _ensure_judge(ctx: dict, judge: dict) -> None:
@@ -701,7 +704,7 @@ def _ensure_judge(ctx: dict, judge: dict) -> None:
     if pid == 0:
         try:
             parent.close()
-            keep = {judge["ctl_in"], judge["reply_fd"], child.fileno()}
+            keep = {judge["ctl_in"], judge["reply_fd"], child.fileno(), jp.phase_fd}
             keep |= {fd for name, fd in meter.fds.items() if name in ("cpu", "procs", "usage", "max_usage", "oom")}
             _become_judge(ctx, keep)
             meter.exclude.add(int(os.readlink("/proc/self")))
@@ -830,17 +833,25 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
     deadline = t0 + public["deadline_s"] + 10.0  # the harness waits job_timeout_margin_s (30 s) longer
     judge_stat = _open_stat(jp.pid)  # read again at every wake-up: one pread, not an open and a close
     judge_cpu0 = _cpu_of(jp.pid, judge_stat)
-    # A test's "begin" carries the job CPU the judge read as the test began, so the wake-up it causes
-    # reads no meter (the next wake-up, at the latest after the test's whole limit, checks everything);
-    # the judge's own CPU budget is read at most every 20 ms. Issue 15: a wake-up per test was ~4 reads.
-    fresh, judge_checked = False, -1.0
+    # The judge does not wake us when a test begins: it writes the test's index and its start (job CPU,
+    # time) into the phase memfd, read here at every wake-up. We sleep at most the smallest limit of the
+    # job, so a test that began while we slept has used less than its own limit when we next look, and is
+    # then held to it exactly as if we had been woken. The judge's CPU budget is read at most every 20 ms.
+    test_limits = [limits["cpu"][i] for i in function["tests"]] if function else []
+    nap = min([limits["load_cpu"]] + test_limits)
+    seen = -1
+    judge_checked = -1.0
     try:
         while True:
             now = time.monotonic()
+            if function is not None:
+                rec = os.pread(jp.phase_fd, PHASE.size, 0)
+                if len(rec) == PHASE.size:
+                    seq, local, c_begin, t_begin = PHASE.unpack(rec)
+                    if seq == jp.seq and local != seen and 0 <= local < len(test_limits):
+                        seen, phase_limit, phase_t, phase_c = local, test_limits[local], t_begin, c_begin
             used = None
-            if p_alive and phase_limit is not None and fresh:
-                used = 0.0
-            elif p_alive and phase_limit is not None:
+            if p_alive and phase_limit is not None:
                 used = meter.cpu() - phase_c
                 if p_reason is None:
                     wall_limit = phase_limit * limits["wall_factor"] + limits["wall_extra"]
@@ -853,7 +864,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     if p_reason:
                         os.kill(program["pid"], signal.SIGKILL)
                         meter.kill_all()
-            fresh, judge_over = False, False
+            judge_over = False
             if now - judge_checked >= 0.02:
                 judge_checked = now
                 judge_over = _cpu_of(jp.pid, judge_stat) - judge_cpu0 > budget
@@ -861,9 +872,10 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                 state["killed"] = True
                 state["judge_exit"] = _judge_gone(jp, meter, kill=True)
                 return state
-            wait = meter.tick
+            wait = min(meter.tick, nap)
             if used is not None:
-                wait = min(wait, max(0.0, phase_limit - used))
+                wall_left = phase_t + phase_limit * limits["wall_factor"] + limits["wall_extra"] - now
+                wait = min(wait, max(0.0, phase_limit - used), max(0.0, wall_left))
             for fd, _ in poller.poll(max(5, int(wait * 1000) + 1)):
                 if fd == sock:
                     try:
@@ -876,10 +888,10 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     jp.buf += data
                     for item in _frames_of(jp.buf):
                         tag = item[0]
-                        if tag == "begin":  # the judge measures; we apply this test's limits
+                        if tag == "begin":  # a judge without a phase memfd: this test's limits, now
                             phase_limit = limits["cpu"][function["tests"][item[1]]]
-                            fresh = len(item) == 3 and type(item[2]) is float
-                            phase_t, phase_c = time.monotonic(), item[2] if fresh else meter.cpu()
+                            phase_t = time.monotonic()
+                            phase_c = item[2] if len(item) == 3 and type(item[2]) is float else meter.cpu()
                         elif tag == "end":
                             phase_limit = None
                         elif tag == "secret":

@@ -125,6 +125,9 @@ def stdio_verdict(index: int, group: dict, expected: str, checker_verdict: dict 
     if group["killed"] or group["corrupt"] or group.get("oom") or (group["exit"] != 0 and end is None):
         status, reason = death(group["killed"], group["exit"], group["corrupt"], group.get("oom", False))
         return result(index, status, detail=reason, **measures)
+    if group.get("cpu_limit") is not None and group["cpu"] > group["cpu_limit"]:  # helpers on other cores
+        return result(index, "timeout", detail=f"used {group['cpu']:.2f} s of CPU (helpers included), limit "
+                                               f"{group['cpu_limit']:.2f} s", **measures)
     if group["stdout_size"] >= group["output_cap"]:
         return result(index, "output_limit", detail="output limit exceeded", **measures)
     if end is not None and end[2] is not None:
