@@ -98,3 +98,19 @@ def test_function_jobs_run_in_their_leader_only_when_told(sb):
     assert not result.passed and result.tests[0].status == Status.WRONG_ANSWER
     with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=True)) as one_fork:
         assert one_fork.execute(program, [CallTest("parent", (), 1)]).passed
+
+
+def test_workers_are_pinned_to_one_cpu_each_unless_told_otherwise(sb):
+    # pin_workers (default): worker i and its jobs on the i-th allowed CPU, so the judge's calls into the
+    # program wake it on the same CPU. A job sees one CPU; with pin_workers=False it sees them all.
+    import os
+
+    from corecode.types import CallTest
+
+    cpus = len(os.sched_getaffinity(0))
+    if cpus < 2:
+        pytest.skip("one CPU: nothing to pin")
+    program = "import os\n\ndef cpus():\n    return len(os.sched_getaffinity(0))\n"
+    assert sb.execute(program, [CallTest("cpus", (), 1)]).passed
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, pin_workers=False)) as unpinned:
+        assert unpinned.execute(program, [CallTest("cpus", (), cpus)]).passed

@@ -323,14 +323,15 @@ def f(n, wall, cpu):
 """
 
 
-# Held since the judge compares each test's measured CPU (the job cgroup's, helpers included) with the
+# Unpinned workers (pin_workers=False), so that two cores are there to use (a pinned program can widen its
+# own affinity too). Held since the judge compares each test's measured CPU (the job cgroup's, helpers included) with the
 # test's limit (before: work spread over two processes that ended before the supervisor's next look at
 # the job's CPU passed with up to 2 x the limit; both paths).
 @pytest.mark.parametrize("one_fork", [True, False], ids=["one_fork", "two_fork"])
 def test_parallel_helpers_do_not_pass_past_the_cpu_limit(one_fork):
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs two CPUs")
-    with _sandbox(one_fork, time_limit_s=LIMIT) as sb:
+    with _sandbox(one_fork, time_limit_s=LIMIT, pin_workers=False) as sb:
         serial = sb.execute(PARALLEL, [AssertTest(f"assert f(1, 9.0, {1.2 * LIMIT}) == 1")]).tests[0]
         if serial.status != Status.TIMEOUT:  # the same kind of work in one process: over the limit
             raise RuntimeError(f"the serial control did not time out: {serial}")
@@ -347,7 +348,7 @@ def test_parallel_helpers_do_not_pass_a_stdio_case_past_the_cpu_limit():
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs two CPUs")
     program = PARALLEL + f"\nn = int(input())\nprint(f(n, {0.8 * LIMIT}, 9.0))\n"
-    with _sandbox(False, time_limit_s=LIMIT) as sb:
+    with _sandbox(False, time_limit_s=LIMIT, pin_workers=False) as sb:
         assert sb.execute(program, [StdioTest("0\n", "1\n")]).passed  # no helpers: a right answer
         t = sb.execute(program, [StdioTest("2\n", "1\n")]).tests[0]
     if t.status == Status.PASSED and t.cpu_time_s <= LIMIT:

@@ -47,6 +47,10 @@ class SandboxConfig:
     scratch_mb: int = field(default=256, metadata={"help": "size of each worker's private tmpfs (MiB)"})
     preload: tuple[str, ...] = field(default=DEFAULT_PRELOAD, metadata={"help": "modules imported by workers"})
     python: str = field(default=sys.executable, metadata={"help": "interpreter the workers run"})
+    pin_workers: bool = field(
+        default=True, metadata={"help": "worker i and every process of its jobs on the i-th CPU this process may "
+                                         "use: the judge, the supervisor and the program wake each other on one "
+                                         "CPU (a job's helpers share it)"})
     one_fork_jobs: bool = field(
         default=False, metadata={"help": "NOT for untrusted programs: a job of function tests only runs in its "
                                           "leader (one fork per job, ~1.4x faster), and the long-lived worker "
