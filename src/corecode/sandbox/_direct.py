@@ -55,6 +55,17 @@ class Handover:
         self.req_r, self.req_w = os.pipe2(os.O_CLOEXEC)
         self.rep_r, self.rep_w = os.pipe2(os.O_CLOEXEC)
 
+    @classmethod
+    def leader_only(cls, hdr_w: int, msg: int, out: int, err: int, req_r: int, rep_w: int) -> "Handover":
+        """The leader's ends, as the clean zygote received them from the worker (the worker keeps its own)."""
+        hand = cls.__new__(cls)
+        hand.hdr_r, hand.req_w, hand.rep_r = -1, -1, -1
+        hand.hdr_w, hand.msg, hand.out, hand.err, hand.req_r, hand.rep_w = hdr_w, msg, out, err, req_r, rep_w
+        return hand
+
+    def for_leader(self) -> list[int]:
+        return [self.hdr_w, self.msg, self.out, self.err, self.req_r, self.rep_w]
+
     def leader_side(self) -> tuple[int, ...]:
         return self.hdr_w, self.req_r, self.rep_w
 
@@ -80,8 +91,9 @@ def become_program(worker, public: dict, hand: Handover) -> None:
     worker.jobdir = os.path.join(worker.scratch, "job")
     worker._fresh_jobdir()
     worker.meter.set_memory_limit(limits["memory"])
+    c0 = worker.meter.cpu()  # the job's CPU before the program: its load is measured from here
     message = pickle.dumps({"public": public, "stdio": [], "syntax_error": None, "t0": t0,
-                            "seq": worker.judge.seq + 1, "program": True}, protocol=5)
+                            "seq": worker.judge.seq + 1, "program": True, "load_c0": c0}, protocol=5)
     view = memoryview(message)
     while view:
         view = view[os.write(hand.msg, view):]
@@ -89,7 +101,7 @@ def become_program(worker, public: dict, hand: Handover) -> None:
     os.close(hand.msg)
     del message, view
     header = marshal.dumps({"limits": limits, "tests": list(public["groups"][0]["tests"]),
-                            "deadline_s": float(public["deadline_s"]), "t0": t0, "c0": worker.meter.cpu()})
+                            "deadline_s": float(public["deadline_s"]), "t0": t0, "c0": c0})
     os.write(hand.hdr_w, header)  # far below PIPE_BUF: one write
     os.close(hand.hdr_w)
     ctx = worker.job_context(worker.jobdir, limits)
@@ -131,7 +143,7 @@ def read_header(fd: int) -> dict | None:
     return header if type(header) is dict else None
 
 
-def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge_ctx: dict) -> int:
+def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge_ctx: dict, reap) -> int:
     """In the worker: the job of a leader that became its program. Returns the leader's exit code for
     ``lead_next``: LEADER_DONE (a judge that died or was killed is already forgotten here, in the worker's
     own state, unlike a leader's, whose copy is lost when it exits)."""
@@ -141,7 +153,7 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
     limits = header["limits"]
     public = {"limits": limits, "deadline_s": header["deadline_s"]}
     function = {"tests": header["tests"]}
-    program = {"pid": pid, "out_fd": hand.out, "err_fd": hand.err}
+    program = {"pid": pid, "out_fd": hand.out, "err_fd": hand.err, "reap": reap}
     ctx = worker.job_context(worker.jobdir, limits)
     budget = 5.0 + limits["load_cpu"] + 2 * sum(limits["cpu"])
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
@@ -163,9 +175,9 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
         if "death" not in program:  # _supervise reaps it when it dies; otherwise it is still ours to end
             try:
                 os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
+            except ProcessLookupError:
                 pass
+            reap()
     worker._sweep(last=True)
     worker._drop_jobdir()
     reply_fd, ctl_out = judge["reply_fd"], worker.ctl_out

@@ -393,8 +393,9 @@ def _status_of(exc: BaseException) -> dict:
 
 
 def run_function_tests(program: Program, events: Events, indices: list[int], secret: dict, meter,
-                       limits: list[float] | None = None) -> list[dict]:
-    """``limits``: each test's CPU limit (seconds), in the order of ``indices``."""
+                       limits: list[float] | None = None, load: tuple | None = None) -> list[dict]:
+    """``limits``: each test's CPU limit (seconds), in the order of ``indices``; ``load``: (the job's CPU
+    before the program started, the load's CPU limit)."""
     specs = secret["tests"]
     # Code objects compiled by the harness (trusted), so the judge does not compile per job; compiled here
     # instead when the workers run another Python than the harness (SandboxConfig.python).
@@ -422,6 +423,12 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
         return [vd.result(i, vd.exception_status(name), exception=name, detail=str(first[2])[:500]) for i in indices]
     if first != ("loaded",):
         return [vd.result(i, "runtime_error", detail="the program wrote to its result channel") for i in indices]
+    if load is not None and load[0] is not None and meter.cpu() - load[0] > load[1]:
+        # As for a test: helpers on several cores can finish loading before the supervisor's first look at
+        # the job's CPU (red team: ~1.1 s under a 1.0 s load limit, with a widened CPU affinity).
+        used = meter.cpu() - load[0]
+        return [vd.result(i, "timeout", detail=f"loading the program used {used:.2f} s of CPU (helpers "
+                                                f"included), limit {load[1]:.2f} s") for i in indices]
     out: list[dict] = []
     for local, index in enumerate(indices):
         if program.events.dead is not None or program.broken:
@@ -529,7 +536,8 @@ def judge_one(job: dict, fds: list[int], events: Events, judge: dict, meter) -> 
             req_w, rep_r, out_fd, err_fd = fds
             program = Program(req_w, rep_r, events)
             cpu_limits = [public["limits"]["cpu"][i] for i in function["tests"]]
-            function_results = run_function_tests(program, events, function["tests"], secret, meter, cpu_limits)
+            function_results = run_function_tests(program, events, function["tests"], secret, meter, cpu_limits,
+                                                  (job.get("load_c0"), public["limits"]["load_cpu"]))
             cap = public["limits"]["output"]
             if os.fstat(out_fd).st_size >= cap:  # the write that hit the cap may have raised EFBIG
                 first = next((r for r in function_results if r["status"] != "passed"), None)

@@ -618,8 +618,9 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
             break
         stdio.append((group, rep))
     function = next((g for g in public["groups"] if g["kind"] == "function"), None)
-    program = None
+    program, load_c0 = None, None
     if function is not None and syntax_error is None:
+        load_c0 = meter.cpu()  # the job's CPU before the program child: its load is measured from here
         program = _start_program(ctx, public)
     reply_fd = judge["reply_fd"]  # one per worker, emptied before and after each job
     os.ftruncate(reply_fd, 0)
@@ -627,7 +628,7 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     jp = judge["process"]
     jp.seq += 1
     message = pickle.dumps({"public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0,
-                            "seq": jp.seq, "program": program is not None}, protocol=5)
+                            "seq": jp.seq, "program": program is not None, "load_c0": load_c0}, protocol=5)
     fds = [program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]] if program else []
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
     try:
@@ -901,7 +902,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                             return state
                 elif fd == pfd:
                     poller.unregister(pfd)
-                    status = os.waitpid(program["pid"], 0)[1]
+                    status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
                     p_alive = False
                     code = os.waitstatus_to_exitcode(status)
                     if p_reason is None and meter.oom():
@@ -918,4 +919,4 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
             os.close(pfd)
             if p_alive:
                 os.kill(program["pid"], signal.SIGKILL)
-                os.waitpid(program["pid"], 0)
+                program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)

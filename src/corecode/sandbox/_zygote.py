@@ -18,6 +18,7 @@ Protocol: every message is a 4-byte little-endian length and a body; harness -> 
 from __future__ import annotations
 
 import ctypes
+import errno
 import gc
 import importlib
 import json
@@ -26,6 +27,7 @@ import pickle
 import select
 import shutil
 import signal
+import socket
 import struct
 import sys
 import time
@@ -125,6 +127,97 @@ class Worker:
         self.hand = None  # the current job's _direct.Handover, in the worker and its leader
         gc.collect()
         gc.freeze()  # keep forked jobs from touching (copying) the worker's object headers
+        self.z_pid, self.z_sock = 0, None
+        if self.one_fork:
+            self._start_zygote()
+
+    # -- the clean zygote (one_fork_jobs) ---------------------------------------------------------------
+    def _start_zygote(self) -> None:
+        """With one-fork jobs this process supervises and sweeps programs itself, so what it reads about
+        them (process names, exit statuses, pids, CPU figures) lands in its heap, and a job forked from it
+        would find an earlier program's bytes there (red team: 3 of 3 later jobs read a token). So every job
+        leader is forked by a *zygote*: a child forked once, now, before any job, that never reads anything
+        of a job or a program; it learns a leader's end through ``waitid`` into a ctypes buffer that it
+        passes on unread and wipes. Leaders are the zygote's children; orphans of jobs still come to us."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            try:
+                self._zygote_loop(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.z_pid, self.z_sock = pid, ours
+        self.meter.spare.add(pid)  # swept around, never killed by a sweep: its children are the job's
+
+    def _zygote_loop(self, sock) -> None:
+        iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
+        info = ctypes.create_string_buffer(SIGINFO_SIZE)
+        view = memoryview(info).cast("B")
+        waitid, exit_now = _waitid, os._exit
+        jp = self.judge
+        while True:
+            msg, fds, _, _ = socket.recv_fds(sock, 16, 8)
+            if len(msg) != 16 or len(fds) != 7:
+                exit_now(0)  # the worker is gone (or broke the protocol)
+            seq, judge_pid = struct.unpack("<qq", msg)
+            if jp.sock is not None:
+                jp.sock.close()
+            if jp.pidfd >= 0:
+                os.close(jp.pidfd)
+            jp.sock, jp.pid, jp.seq, jp.buf = socket.socket(fileno=fds[0]), judge_pid, seq, bytearray()
+            try:
+                jp.pidfd = os.pidfd_open(judge_pid)
+            except OSError:  # it died meanwhile: the leader forks a new one
+                jp.pid, jp.pidfd = 0, -1
+            self.meter.exclude = {judge_pid} if jp.pid else set()
+            self.hand = _direct.Handover.leader_only(*fds[1:])
+            pid = iso.fork_quiet() if self.quiet_leader else os.fork()
+            if pid == 0:
+                code = 3
+                try:
+                    code = self._lead()
+                except BaseException:  # noqa: BLE001 - our own failure, protocol state unknown
+                    sys.stderr.write(traceback.format_exc()[-2000:])
+                    sys.stderr.flush()
+                finally:
+                    exit_now(code)
+            _direct.Handover.close(fds[1:])
+            self.hand = None
+            sock.sendall(struct.pack("<q", pid))
+            while waitid(P_PID, pid, info, WEXITED) != 0:  # the status stays in `info`: no Python object
+                if ctypes.get_errno() != errno.EINTR:
+                    exit_now(3)
+            sock.sendall(view)
+            ctypes.memset(info, 0, SIGINFO_SIZE)
+
+    def _lead_via_zygote(self, judge: dict, judge_ctx: dict) -> int:
+        """``lead_next`` with the zygote: it forks the leader; we supervise (one-fork jobs) or wait."""
+        hand = _direct.Handover()
+        self.meter.start()  # as before a program child's fork: the leader may become one
+        self._reset_pids()
+        socket.send_fds(self.z_sock, [struct.pack("<qq", self.judge.seq, self.judge.pid)],
+                        [self.judge.sock.fileno()] + hand.for_leader())
+        _direct.Handover.close(hand.leader_side())
+        pid = struct.unpack("<q", _recv_exact(self.z_sock, 8))[0]
+        status: list[int] = []
+
+        def reap() -> int:  # the leader's wait status, from the zygote, read once
+            if not status:
+                status.append(_status_of(_recv_exact(self.z_sock, SIGINFO_SIZE)))
+            return status[0]
+        try:
+            header = _direct.read_header(hand.hdr_r)
+            if header is not None:  # the leader became the program: supervise it here
+                self.meter.watch(pid)
+                code = _direct.supervise(self, pid, header, hand, judge, judge_ctx, reap)
+                reap()
+                self._reap_nowait()
+                return code
+        finally:
+            _direct.Handover.close(hand.worker_side())
+        return self._after_leader(reap())
 
     def _enter_pid_namespace(self, info: dict) -> bool:
         """Become pid 1 of a PID namespace of our own, so that ``kill(-1)`` reaches every job process.
@@ -187,6 +280,8 @@ class Worker:
                 except ProcessLookupError:
                     pass
                 _reap(block=True)
+                if self.z_pid:  # the zygote went too: the harness starts a fresh worker
+                    os._exit(3)
                 _run._judge_gone(self.judge, self.meter, kill=False)
             elif self.setup.get("cgroup"):
                 _kill_cgroup(self.setup["cgroup"], {os.getpid(), self.worker_pid, self.judge.pid})
@@ -255,6 +350,9 @@ class Worker:
                 return
             if pid == 0:
                 return
+            if pid == self.z_pid:  # the zygote died: no clean process is left to fork leaders from
+                sys.stderr.write("sandbox zygote ended\n")
+                os._exit(3)
             if pid == self.judge.pid:  # the judge died: forget it; the next job forks a new one
                 self.judge.pid = 0
                 self.meter.exclude.discard(pid)
@@ -294,9 +392,8 @@ class Worker:
                      "user_namespace": self.info.get("user_namespace", False), "meter": self.meter}
         _run._ensure_judge(judge_ctx, judge)
         self.judge.seq += 1  # the leader adds one more: every job's sequence number is new to the judge
-        hand = self.hand = _direct.Handover() if self.one_fork else None
-        if hand is not None:
-            self.meter.start()  # as before a program child's fork: the leader may become one
+        if self.z_pid:  # one-fork jobs: the clean zygote forks the leader
+            return self._lead_via_zygote(judge, judge_ctx)
         self._reset_pids()
         exit_now = os._exit
         # Without the interpreter's after-fork hooks (_isolation.fork_quiet): the leader is our own code in a
@@ -311,24 +408,16 @@ class Worker:
                 sys.stderr.flush()
             finally:
                 exit_now(code)
-        if hand is not None:
-            self.hand = None
-            _direct.Handover.close(hand.leader_side())
-            try:
-                header = _direct.read_header(hand.hdr_r)
-                if header is not None:  # the leader became the program: supervise it here
-                    self.meter.watch(pid)
-                    code = _direct.supervise(self, pid, header, hand, judge, judge_ctx)
-                    self._reap_nowait()
-                    return code
-            finally:
-                _direct.Handover.close(hand.worker_side())
         while True:
             try:
                 status = os.waitpid(pid, 0)[1]
                 break
             except InterruptedError:
                 continue
+        return self._after_leader(status)
+
+    def _after_leader(self, status: int) -> int:
+        """The leader ended with ``status``: pass its answer on, or handle its failure; its exit code."""
         code = os.waitstatus_to_exitcode(status)
         if code in (LEADER_DONE, LEADER_JUDGE_LOST):
             # The leader's answer (frame head and body) goes on kernel to kernel, never entering us, and
@@ -466,6 +555,29 @@ def _kill_cgroup(path: str, keep: set[int]) -> None:
                     break
             except ChildProcessError:
                 break
+
+
+SIGINFO_SIZE, P_PID, WEXITED, CLD_EXITED = 128, 1, 4, 1
+_waitid = iso._libc.waitid
+_waitid.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+
+
+def _status_of(info: bytes) -> int:
+    """A wait status from a ``siginfo_t`` of ``waitid`` (si_code at byte 8, si_status at 24)."""
+    code, value = struct.unpack_from("<i", info, 8)[0], struct.unpack_from("<i", info, 24)[0]
+    return (value & 0xFF) << 8 if code == CLD_EXITED else value & 0x7F
+
+
+def _recv_exact(sock, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(n - got)
+        if not chunk:
+            sys.stderr.write("sandbox zygote ended\n")
+            os._exit(3)
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 # Exit codes of a job leader (see ``Worker.lead``).
