@@ -1,10 +1,11 @@
 """CPU per function test and per HumanEval job of the sandbox, for several versions in one run.
 
-    python benchmarks/sandbox_per_test.py [--src OLD/src ...] [--rounds 3] [--one-fork] [--unpinned]
+    python benchmarks/sandbox_per_test.py [--src OLD/src ...] [--rounds 3] [--one-fork] [--two-fork] [--unpinned]
 
 Each *variant* (the checkout this script is in, plus every ``--src`` tree, e.g. the code before a change
 exported with ``git archive <commit> src | tar -x -C /tmp/old``; ``--one-fork`` adds this checkout with
-``SandboxConfig(one_fork_jobs=True)``, ``--unpinned`` with ``pin_workers=False``) runs in a fresh interpreter, the variants alternating, ``--rounds``
+``SandboxConfig(one_fork_jobs=True)``, ``--two-fork`` with ``one_fork_jobs=False``, ``--unpinned`` with
+``pin_workers=False``) runs in a fresh interpreter, the variants alternating, ``--rounds``
 times. A run starts one worker and measures, with ``getrusage`` of the process and of its reaped children
 (harness + worker + every job process) after the sandbox closed:
   * 300 jobs of a one-line function with 1 assert test, and the same with 41: the difference / 40 / 300 is
@@ -64,11 +65,14 @@ def main() -> int:
     parser.add_argument("--src", action="append", default=[], help="another checkout's src directory")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--one-fork", action="store_true", help="also this checkout with one_fork_jobs=True")
+    parser.add_argument("--two-fork", action="store_true", help="also this checkout with one_fork_jobs=False")
     parser.add_argument("--unpinned", action="store_true", help="also this checkout with pin_workers=False")
     args = parser.parse_args()
     variants = [(f"--src {s}", str(Path(s).resolve()), "{}") for s in args.src] + [("this checkout", "", "{}")]
     if args.one_fork:
         variants.append(("this checkout, one_fork_jobs=True", "", json.dumps({"one_fork_jobs": True})))
+    if args.two_fork:
+        variants.append(("this checkout, one_fork_jobs=False", "", json.dumps({"one_fork_jobs": False})))
     if args.unpinned:
         variants.append(("this checkout, pin_workers=False", "", json.dumps({"pin_workers": False})))
     got: dict[str, list[dict]] = {name: [] for name, _, _ in variants}

@@ -41,9 +41,10 @@ def _is_judge(pid: int, judge_uid: int) -> bool:
 
 
 def job_children(sandbox, pid: int) -> list[int]:
-    """Children of a worker other than its judge process."""
+    """Children of a worker other than its judge process and its zygote, and the zygote's children."""
     judge_uid = sandbox.config.judge_uid if os.getuid() == 0 else -1
-    return [k for k in children_of(pid) if not _is_judge(k, judge_uid)]
+    kids = [k for k in children_of(pid) if not _is_judge(k, judge_uid)]
+    return [k for k in kids if not _is_zygote(k)] + [g for k in kids if _is_zygote(k) for g in children_of(k)]
 
 
 def judge_of(sandbox, pid: int) -> int | None:
@@ -51,17 +52,31 @@ def judge_of(sandbox, pid: int) -> int | None:
     return next((k for k in children_of(pid) if _is_judge(k, judge_uid)), None)
 
 
+def _is_zygote(pid: int) -> bool:
+    """The zygote of a worker with one-fork jobs (it forks every job leader, so it stays): named
+    ``sbx-zygote`` and running as this process's uid (root here; jobs run as another uid)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return False
+    fields = {line.split(":", 1)[0]: line.split(":", 1)[1].split() for line in status if ":" in line}
+    return fields.get("Name") == ["sbx-zygote"] and int(fields["Uid"][0]) == os.getuid()
+
+
 def assert_clean(sandbox) -> None:
     """No process of any job survives, no file is left in the workers' scratch dirs, the pool works."""
     judge_uid = sandbox.config.judge_uid if os.getuid() == 0 else -1
     for pid in sandbox.worker_pids:
-        kids = [k for k in children_of(pid) if not _is_judge(k, judge_uid)]
+        zygotes = [k for k in children_of(pid) if _is_zygote(k)]
+        assert len(zygotes) == (1 if sandbox.config.one_fork_jobs else 0), f"worker {pid}: zygotes {zygotes}"
+        kids = [k for k in children_of(pid) if not _is_judge(k, judge_uid) and k not in zygotes]
         assert kids == [], f"worker {pid} still has children"
-        assert len(children_of(pid)) - len(kids) <= 1, "at most one judge process per worker"
+        assert all(children_of(z) == [] for z in zygotes), f"worker {pid}: a leader outlived its job"
+        assert len(children_of(pid)) - len(kids) - len(zygotes) <= 1, "at most one judge process per worker"
     for worker in sandbox._workers:
         if worker.cgroup:
             procs = {int(p) for p in Path(worker.cgroup, "cgroup.procs").read_text().split()}
-            procs = {p for p in procs if not _is_judge(p, judge_uid)}
+            procs = {p for p in procs if not _is_judge(p, judge_uid) and not _is_zygote(p)}
             assert procs <= {worker.proc.pid, worker.pid}, f"processes left in {worker.cgroup}: {procs}"
     # (Other sandboxes on a shared machine also run jobs as the job uid, so the check is by cgroup.)
     for worker in sandbox._workers:

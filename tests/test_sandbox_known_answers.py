@@ -70,14 +70,13 @@ def test_every_mbpp_reference(sb, name, count):
 
 
 def test_one_fork_and_two_fork_jobs_give_the_same_verdicts(sb):
-    # Issue 15: with one_fork_jobs=True a job of function tests runs in its leader (one fork; not for
-    # untrusted programs, see tests/test_sandbox_redteam_onefork.py); the default keeps the leader and a
-    # program child. Both must judge alike: references pass, wrong variants fail the same tests.
+    # Issue 15: a job of function tests runs in its leader (one fork, the default); one_fork_jobs=False keeps
+    # the leader and a program child. Both must judge alike: references pass, wrong variants fail alike.
     problems = load_benchmark("humaneval")[:40]
     jobs = [(p.reference_solutions[0], p) for p in problems] + [(p.prompt + "    return None\n", p) for p in problems]
-    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=True)) as one_fork:
-        new = one_fork.run_batch(jobs)
-    old = sb.run_batch(jobs)
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=False)) as two_forks:
+        old = two_forks.run_batch(jobs)
+    new = sb.run_batch(jobs)  # one fork, the default
 
     def verdicts(results):
         return [(r.status, [t.status for t in r.tests]) for r in results]
@@ -95,10 +94,10 @@ def test_function_jobs_run_in_their_leader_only_when_told(sb):
     program = "import os\n\ndef gap():\n    return os.getpid() - os.getppid()\n"
     if not sb.isolation.get("pid_namespace"):
         pytest.skip("pids start over per job only in a PID namespace of the worker's own")
-    assert sb.execute(program, [CallTest("gap", (), 1)]).passed
-    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=True)) as one_fork:
-        result = one_fork.execute(program, [CallTest("gap", (), 1)])
+    result = sb.execute(program, [CallTest("gap", (), 1)])  # one fork, the default
     assert not result.passed and result.tests[0].status == Status.WRONG_ANSWER
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False, one_fork_jobs=False)) as two_forks:
+        assert two_forks.execute(program, [CallTest("gap", (), 1)]).passed
 
 
 def test_workers_are_pinned_to_one_cpu_each_unless_told_otherwise(sb):

@@ -167,8 +167,10 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
             except OSError:
                 _run._judge_gone(jp, meter, kill=True)
                 continue
+            # The leader's CPU figure is the job cgroup's; without job cgroups it summed the leader's own
+            # descendants (none), while ours sum every process below the worker (the zygote's reaped past).
             state = _run._supervise(ctx, public, function, program, jp, budget, header["t0"],
-                                    phase=(header["t0"], header["c0"]))
+                                    phase=(header["t0"], header["c0"]) if meter.cgroup else None)
             if state["secret"] or state["replied"] or state["killed"]:
                 break
     finally:

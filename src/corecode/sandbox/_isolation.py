@@ -132,6 +132,16 @@ def prctl(option: int, arg: int) -> None:
     _check(_libc.prctl(option, arg, 0, 0, 0), "prctl")
 
 
+PR_SET_NAME = 15
+_prctl_name = ctypes.CDLL(None, use_errno=True).prctl  # its own handle: prctl above has integer argtypes
+_prctl_name.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def set_name(name: bytes) -> None:
+    """This process's name (``comm``, 15 bytes at most), as ``ps`` and ``/proc/<pid>/stat`` show it."""
+    _prctl_name(PR_SET_NAME, name[:15], 0, 0, 0)
+
+
 # A seccomp filter the worker installs in itself (inherited over fork by every job process), for what the
 # namespaces leave shared between cases and jobs:
 # * kernel keyrings (add_key, request_key, keyctl): every job and every case runs as job_uid, which has ONE
@@ -260,7 +270,7 @@ _PROGRAM_FILTER = {  # arch: (refused, clone, clone3, getsockopt, setsockopt)
     "aarch64": ((211, 269, 241, 434), 220, 435, 209, 208),
 }
 PR_SET_NO_NEW_PRIVS = 38
-CLONE_PIDFD = 0x1000
+CLONE_PIDFD, CLONE_PARENT = 0x1000, 0x8000
 SOL_SOCKET, SO_PASSPIDFD, SO_PEERPIDFD = 1, 76, 77
 
 
@@ -279,7 +289,10 @@ def _program_filter() -> tuple | None:
     code += [(jeq, "sockopt", None, getsockopt), (jeq, "sockopt", None, setsockopt)]
     code += [(ret, 0, 0, allow)]
     labels = {"clone": len(code)}  # (BPF jumps only forward: each branch ends in its own return)
-    code += [(ld, 0, 0, 16), (jset, "deny", None, CLONE_PIDFD), (ret, 0, 0, allow)]  # args[0], low word
+    # args[0] (flags), low word: no pidfd, and no CLONE_PARENT, whose child would be a sibling of the
+    # program, i.e. a child of whoever forked it (red team: zombies of the one-fork zygote kept the names and
+    # pids a program gave them for the worker's life, and used up its pids).
+    code += [(ld, 0, 0, 16), (jset, "deny", None, CLONE_PIDFD | CLONE_PARENT), (ret, 0, 0, allow)]
     labels["sockopt"] = len(code)
     code += [(ld, 0, 0, 16 + 8), (jeq, None, "sockopt_allow", SOL_SOCKET),  # args[1]: the level
              (ld, 0, 0, 16 + 2 * 8), (jeq, "deny", None, SO_PASSPIDFD), (jeq, "deny", None, SO_PEERPIDFD)]

@@ -52,7 +52,7 @@ class SandboxConfig:
                                          "use: the judge, the supervisor and the program wake each other on one "
                                          "CPU (a job's helpers share it)"})
     one_fork_jobs: bool = field(
-        default=False, metadata={"help": "NOT for untrusted programs: a job of function tests only runs in its "
+        default=True, metadata={"help": "NOT for untrusted programs: a job of function tests only runs in its "
                                           "leader (one fork per job, ~1.4x faster), and the long-lived worker "
                                           "supervises and sweeps it, reading what a program can set (process "
                                           "names, exit statuses) into the heap every later job is forked from: "
