@@ -52,11 +52,9 @@ class SandboxConfig:
                                          "use: the judge, the supervisor and the program wake each other on one "
                                          "CPU (a job's helpers share it)"})
     one_fork_jobs: bool = field(
-        default=True, metadata={"help": "NOT for untrusted programs: a job of function tests only runs in its "
-                                          "leader (one fork per job, ~1.4x faster), and the long-lived worker "
-                                          "supervises and sweeps it, reading what a program can set (process "
-                                          "names, exit statuses) into the heap every later job is forked from: "
-                                          "a channel from job to job (docs/sandbox.md)"})
+        default=True, metadata={"help": "a job of function tests only runs in its job leader (one fork per job), "
+                                         "forked by a clean zygote; the worker supervises and sweeps it. False: "
+                                         "the leader forks a program child (two forks)"})
     job_timeout_margin_s: float = field(
         default=30.0, metadata={"help": "how long past a job's own deadline the harness waits for a worker"})
 
