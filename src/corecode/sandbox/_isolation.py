@@ -265,9 +265,10 @@ def _install(program: tuple) -> bool:
 # Red team: tests/test_redteam_rewards.py, tests/test_sandbox_redteam_fdpassing.py. No benchmark program
 # passes descriptors, counts perf events or needs a pidfd (asyncio's default child watcher uses threads).
 _PROGRAM_FILTER = {  # arch: (refused, clone, clone3, getsockopt, setsockopt)
-    #        sendmsg, sendmmsg, perf_event_open, pidfd_open
-    "x86_64": ((46, 307, 298, 434), 56, 435, 55, 54),
-    "aarch64": ((211, 269, 241, 434), 220, 435, 209, 208),
+    #        sendmsg, sendmmsg, perf_event_open, pidfd_open, ptrace (red team: a program that made its parent
+    #        its tracer with PTRACE_TRACEME stopped itself, and the one-fork zygote took the stop for its end)
+    "x86_64": ((46, 307, 298, 434, 101), 56, 435, 55, 54),
+    "aarch64": ((211, 269, 241, 434, 117), 220, 435, 209, 208),
 }
 PR_SET_NO_NEW_PRIVS = 38
 CLONE_PIDFD, CLONE_PARENT = 0x1000, 0x8000

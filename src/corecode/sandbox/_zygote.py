@@ -187,9 +187,13 @@ class Worker:
             _direct.Handover.close(fds[1:])
             self.hand = None
             sock.sendall(struct.pack("<q", pid))
-            while waitid(P_PID, pid, info, WEXITED) != 0:  # the status stays in `info`: no Python object
-                if ctypes.get_errno() != errno.EINTR:
+            # The status stays in `info`: no Python object holds it. Only an end counts: a stop reported to a
+            # tracer (the program cannot ptrace any more, see _isolation) is waited past.
+            code = ctypes.c_int.from_buffer(info, 8)
+            while waitid(P_PID, pid, info, WEXITED) != 0 or code.value not in (1, 2, 3):  # CLD_EXITED/KILLED/DUMPED
+                if ctypes.get_errno() not in (0, errno.EINTR):
                     exit_now(3)
+                ctypes.set_errno(0)
             sock.sendall(view)
             ctypes.memset(info, 0, SIGINFO_SIZE)
             # Any other child (none should exist: programs cannot clone with CLONE_PARENT) is reaped too, its
