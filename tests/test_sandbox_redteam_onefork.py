@@ -22,7 +22,8 @@ Closed by the clean zygote (``_zygote.Worker._start_zygote``): with one-fork job
 forked by a child the worker forked once before any job, which reads nothing of a job or a program (a
 leader's end reaches it through ``waitid`` into a ctypes buffer it forwards unread and wipes); the worker,
 which supervises and sweeps, is no job's ancestor any more. The four tests above now pass (0 of 3 later
-jobs read a token or a status). ``one_fork_jobs`` stayed off by default until the red team ran again.
+jobs read a token or a status). ``one_fork_jobs`` became the default after two more red-team rounds
+(tests/test_sandbox_redteam_zygote.py, tests/test_sandbox_redteam_zygote2.py) and their fixes.
 
 Held (passing tests): parallel helpers that use more than a test's CPU limit on several cores and end
 before the supervisor's next look (1.1 s of CPU in 0.57 s of wall passed a 0.6 s limit, in both paths,
