@@ -40,10 +40,8 @@ on the same worker (no restart).
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -169,18 +167,10 @@ print(json.dumps(out))
 
 
 def _unprivileged_comm_attack(tmp_path) -> dict:
-    from test_sandbox_unprivileged import SYSTEM_PYTHON, _usable
+    from test_sandbox_unprivileged import run_unprivileged
 
-    reason = _usable()
-    if reason:
-        pytest.skip(reason)
-    tmp_path.chmod(0o777)
     script = f"SRC = {str(SRC)!r}\nREADER = {COMM_READER!r}\nWRITER = {COMM_WRITER!r}\n" + UNPRIVILEGED
-    run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", f"HOME={tmp_path}",
-                          SYSTEM_PYTHON, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    if run.returncode != 0:
-        raise RuntimeError(run.stderr[-3000:])
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = run_unprivileged(tmp_path, script)
     if not out["user_namespace"]:
         pytest.skip("user namespaces are not available to unprivileged users here")
     for one in ("True", "False"):

@@ -222,23 +222,12 @@ def test_one_fork_without_root_killing_the_zygote_costs_only_the_killers_job(tmp
     restarts; SIGSTOP stalls the job until the harness's deadline. The same as signalling its leader with
     one_fork_jobs=False (SIGKILL: "job leader ended with status -9"; SIGSTOP: "no answer within 41 s", both
     "brought its sandbox worker down twice"): the killer's own job fails, later honest jobs pass."""
-    import json
-    import subprocess
     from pathlib import Path
 
-    from test_sandbox_unprivileged import SYSTEM_PYTHON, _usable
+    from test_sandbox_unprivileged import run_unprivileged
 
-    reason = _usable()
-    if reason:
-        pytest.skip(reason)
-    tmp_path.chmod(0o777)
     src = Path(__file__).resolve().parents[1] / "src"
-    run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", f"HOME={tmp_path}",
-                          SYSTEM_PYTHON, "-c", f"SRC = {str(src)!r}\n" + UNPRIVILEGED_KILL],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    if run.returncode != 0:
-        raise RuntimeError(run.stderr[-3000:])
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\n" + UNPRIVILEGED_KILL, timeout=120)
     if not out["user_namespace"]:
         pytest.skip("user namespaces are not available to unprivileged users here")
     assert "got 2" in out["ppid"], out  # the program's parent is the zygote (pid 2)

@@ -63,20 +63,7 @@ def f(tag, trace):
 '''
 
 # The one process name starting with "QZ" this program sees in /proc (the prefix is never in its own name).
-READER = r'''
-import os
-def answer():
-    found = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                stat = open(f"/proc/{p}/stat").read()
-            except OSError:
-                continue
-            if "(QZ" in stat:
-                found.append(stat[stat.index("(QZ") + 3:stat.index(")", stat.index("(QZ"))])
-    return found[0] if len(found) == 1 else None
-'''
+from test_sandbox_redteam_zygote import NAME_READER as READER  # noqa: E402
 
 HONEST = "def g(x):\n    return 2 * x\n"
 

@@ -89,6 +89,20 @@ def _usable() -> str | None:
     return None if probe.returncode == 0 else "uid 65534 cannot import corecode with the system Python"
 
 
+def run_unprivileged(tmp_path, script: str, timeout: float = 300) -> dict:
+    """Run ``script`` as uid 65534 with the system Python (skip where that cannot be done); the JSON object
+    its last line prints."""
+    reason = _usable()
+    if reason:
+        pytest.skip(reason)
+    tmp_path.chmod(0o777)
+    run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", f"HOME={tmp_path}",
+                          SYSTEM_PYTHON, "-c", script], capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    if run.returncode != 0:
+        raise RuntimeError(f"the unprivileged run failed: {run.stderr[-3000:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def test_unprivileged_user_gets_the_same_protections(tmp_path):
     reason = _usable()
     if reason:

@@ -143,10 +143,10 @@ def read_header(fd: int) -> dict | None:
     return header if type(header) is dict else None
 
 
-def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge_ctx: dict, reap) -> int:
-    """In the worker: the job of a leader that became its program. Returns the leader's exit code for
-    ``lead_next``: LEADER_DONE (a judge that died or was killed is already forgotten here, in the worker's
-    own state, unlike a leader's, whose copy is lost when it exits)."""
+def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge_ctx: dict, reap) -> None:
+    """In the worker: the job of a leader that became its program, until the harness has its answer. A judge
+    that died or was killed is forgotten here, in the worker's own state (a leader's copy of it would be
+    lost when the leader exits). ``reap()``: the program's wait status, from the zygote."""
     jp, meter = worker.judge, worker.meter
     jp.seq += 1  # the number the leader gave the job (worker.judge.seq + 1)
     worker.jobdir = os.path.join(worker.scratch, "job")
@@ -196,7 +196,6 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
             _run.reply_failure(judge, state, header["t0"], len(header["tests"]), ctl_out)
     finally:
         os.ftruncate(reply_fd, 0)
-    return LEADER_DONE  # the worker's own judge state is up to date (a lost judge is already forgotten)
 
 
 def discard_message(fd: int) -> None:
@@ -219,5 +218,3 @@ def discard_message(fd: int) -> None:
     finally:
         os.close(sink)
 
-
-LEADER_DONE = 0  # as in _zygote

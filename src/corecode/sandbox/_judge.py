@@ -81,9 +81,6 @@ class Events:
     def begin(self, local: int, cpu: float, now: float) -> None:
         """Test ``local`` of this job begins at job CPU ``cpu``, time ``now``: written where the worker reads it
         at its next wake-up (``_run.PHASE``), without waking it (a wake-up per test was ~50 us of both)."""
-        if self.phase_fd < 0:
-            self.send("begin", local, float(cpu))
-            return
         os.pwrite(self.phase_fd, PHASE.pack(self.seq, local, float(cpu), float(now)), 0)
 
     def pump(self) -> None:
@@ -436,10 +433,9 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
             out.append(vd.result(index, "not_run", detail="the program ended before this test ran"))
             continue
         spec = specs[local]
-        # Measured here, from the job's cgroups (or /proc), which the program cannot write; the worker
-        # only hears where each test begins (one way, no round trip) to apply the test's CPU and wall
-        # limits. No "end": a test's limits hold until the next test begins or the judge replies (the
-        # program only waits for the next call in between), which saves the worker a wake-up per test.
+        # Measured here, from the job's cgroups (or /proc), which the program cannot write; the supervisor
+        # reads where each test began from the phase memfd (Events.begin: no message, no wake-up) to apply
+        # the test's CPU and wall limits, which hold until the next test begins or the judge replies.
         c0 = meter.cpu()
         meter.reset_peak()
         t0 = time.monotonic()

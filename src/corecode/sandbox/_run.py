@@ -35,7 +35,6 @@ import _safemarshal
 import _verdict as vd
 
 FRAME_HEAD = 20  # 16-byte nonce + 4-byte length
-PHASE = struct.Struct("<qqdd")  # as _judge.PHASE: job number, test index, job CPU and time at its start
 PLAIN_TYPES = (str, int, float, bytes, bool, type(None))
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -846,9 +845,9 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
         while True:
             now = time.monotonic()
             if function is not None:
-                rec = os.pread(jp.phase_fd, PHASE.size, 0)
-                if len(rec) == PHASE.size:
-                    seq, local, c_begin, t_begin = PHASE.unpack(rec)
+                rec = os.pread(jp.phase_fd, _judge.PHASE.size, 0)
+                if len(rec) == _judge.PHASE.size:
+                    seq, local, c_begin, t_begin = _judge.PHASE.unpack(rec)
                     if seq == jp.seq and local != seen and 0 <= local < len(test_limits):
                         seen, phase_limit, phase_t, phase_c = local, test_limits[local], t_begin, c_begin
             used = None
@@ -889,11 +888,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     jp.buf += data
                     for item in _frames_of(jp.buf):
                         tag = item[0]
-                        if tag == "begin":  # a judge without a phase memfd: this test's limits, now
-                            phase_limit = limits["cpu"][function["tests"][item[1]]]
-                            phase_t = time.monotonic()
-                            phase_c = item[2] if len(item) == 3 and type(item[2]) is float else meter.cpu()
-                        elif tag == "end":
+                        if tag == "end":
                             phase_limit = None
                         elif tag == "secret":
                             state["secret"] = True

@@ -156,6 +156,7 @@ class Worker:
         iso.set_name(ZYGOTE_NAME)  # how tests tell it from a job's leftover process (it runs as the worker's uid)
         info = ctypes.create_string_buffer(SIGINFO_SIZE)
         view = memoryview(info).cast("B")
+        si_code = ctypes.c_int.from_buffer(info, 8)
         waitid, exit_now = _waitid, os._exit
         jp = self.judge
         while True:
@@ -174,23 +175,13 @@ class Worker:
                 jp.pid, jp.pidfd = 0, -1
             self.meter.exclude = {judge_pid} if jp.pid else set()
             self.hand = _direct.Handover.leader_only(*fds[1:])
-            pid = iso.fork_quiet() if self.quiet_leader else os.fork()
-            if pid == 0:
-                code = 3
-                try:
-                    code = self._lead()
-                except BaseException:  # noqa: BLE001 - our own failure, protocol state unknown
-                    sys.stderr.write(traceback.format_exc()[-2000:])
-                    sys.stderr.flush()
-                finally:
-                    exit_now(code)
+            pid = self._fork_leader()
             _direct.Handover.close(fds[1:])
             self.hand = None
             sock.sendall(struct.pack("<q", pid))
             # The status stays in `info`: no Python object holds it. Only an end counts: a stop reported to a
             # tracer (the program cannot ptrace any more, see _isolation) is waited past.
-            code = ctypes.c_int.from_buffer(info, 8)
-            while waitid(P_PID, pid, info, WEXITED) != 0 or code.value not in (1, 2, 3):  # CLD_EXITED/KILLED/DUMPED
+            while waitid(P_PID, pid, info, WEXITED) != 0 or si_code.value not in (1, 2, 3):  # CLD_EXITED/KILLED/DUMPED
                 if ctypes.get_errno() not in (0, errno.EINTR):
                     exit_now(3)
                 ctypes.set_errno(0)
@@ -221,10 +212,10 @@ class Worker:
             header = _direct.read_header(hand.hdr_r)
             if header is not None:  # the leader became the program: supervise it here
                 self.meter.watch(pid)
-                code = _direct.supervise(self, pid, header, hand, judge, judge_ctx, reap)
+                _direct.supervise(self, pid, header, hand, judge, judge_ctx, reap)
                 reap()
                 self._reap_nowait()
-                return code
+                return LEADER_DONE  # a judge that died or was killed is already forgotten, in our own state
         finally:
             _direct.Handover.close(hand.worker_side())
         return self._after_leader(reap())
@@ -405,19 +396,7 @@ class Worker:
         if self.z_pid:  # one-fork jobs: the clean zygote forks the leader
             return self._lead_via_zygote(judge, judge_ctx)
         self._reset_pids()
-        exit_now = os._exit
-        # Without the interpreter's after-fork hooks (_isolation.fork_quiet): the leader is our own code in a
-        # single-threaded process and uses no random numbers (~110 copy-on-write faults less per job).
-        pid = iso.fork_quiet() if self.quiet_leader else os.fork()
-        if pid == 0:
-            code = 3
-            try:
-                code = self._lead()
-            except BaseException:  # noqa: BLE001 - our own failure, protocol state unknown
-                sys.stderr.write(traceback.format_exc()[-2000:])
-                sys.stderr.flush()
-            finally:
-                exit_now(code)
+        pid = self._fork_leader()
         while True:
             try:
                 status = os.waitpid(pid, 0)[1]
@@ -447,6 +426,23 @@ class Worker:
             os._exit(3)
         self._reap_nowait()
         return code
+
+    def _fork_leader(self) -> int:
+        """Fork a job leader (in the worker, or with one-fork jobs in the zygote); its pid. Without the
+        interpreter's after-fork hooks (_isolation.fork_quiet): the leader is our own code in a single-threaded
+        process and uses no random numbers (~110 copy-on-write faults less per job)."""
+        exit_now = os._exit
+        pid = iso.fork_quiet() if self.quiet_leader else os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                code = self._lead()
+            except BaseException:  # noqa: BLE001 - our own failure, protocol state unknown
+                sys.stderr.write(traceback.format_exc()[-2000:])
+                sys.stderr.flush()
+            finally:
+                exit_now(code)
+        return pid
 
     def _reset_pids(self) -> None:
         """Every job's processes get the same pids whatever the jobs before it did: the pid counter of our
