@@ -1,5 +1,8 @@
-"""Cases of one stdin/stdout program (issue 15): each case runs in a fresh child of the program's case
-template (``sandbox/_cases.py``), so nothing one case does reaches the next.
+"""Cases of one stdin/stdout program (issue 15) with a fresh process per case (``stdio_shared_runner=False``,
+``sandbox/_cases.py``): each case runs in a fresh child of the program's case template, so nothing one case
+does reaches the next. (The default shared runner gives that up on purpose, with the checks of
+tests/test_sandbox_shared_runner.py and tests/test_sandbox_redteam_shared.py; it falls back to this mode
+for a program whose output depends on an earlier case, which these programs' often do.)
 
 Each test is a program that tries to carry something from one case to the next to pass cases it should
 fail: every case has the same expected output, and the program prints the right answer only if an earlier
@@ -24,7 +27,8 @@ SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 @pytest.fixture(scope="module")
 def sb():
-    with Sandbox(SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False)) as sandbox:
+    config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, stdio_shared_runner=False)
+    with Sandbox(config) as sandbox:
         yield sandbox
 
 

@@ -122,7 +122,10 @@ def stdio_verdict(index: int, group: dict, expected: str, checker_verdict: dict 
     end = next((f for f in group["frames"] if f[0] == "end" and len(f) == 4), None)
     measures = {"cpu_time_s": group["cpu"], "wall_time_s": group["wall"], "peak_memory_bytes": group["peak"],
                 "stdout": text(group["stdout"][:CAPTURE]), "stderr": text(group["stderr"][:CAPTURE])}
-    if group["killed"] or group["corrupt"] or group.get("oom") or (group["exit"] != 0 and end is None):
+    # The harness exits 0 after its end frame: a non-zero exit is a death even after a frame that says
+    # otherwise (a program can write one itself; red team: a warm case that did, then exited 1, was
+    # judged on its output and left out of the shared runner's charge).
+    if group["killed"] or group["corrupt"] or group.get("oom") or group["exit"] != 0:
         status, reason = death(group["killed"], group["exit"], group["corrupt"], group.get("oom", False))
         return result(index, status, detail=reason, **measures)
     if group.get("cpu_limit") is not None and group["cpu"] > group["cpu_limit"]:  # helpers on other cores

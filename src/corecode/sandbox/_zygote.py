@@ -263,7 +263,8 @@ class Worker:
                 "ipc_namespace": self.info.get("ipc_namespace", False), "meter": self.meter,
                 "pid_namespace": self.info.get("pid_namespace", False),
                 "syscall_filter": self.info.get("syscall_filter", False),
-                "quiet_fork": self.quiet_fork, "sweep": self._sweep}
+                "quiet_fork": self.quiet_fork, "sweep": self._sweep,
+                "shared_runner": bool(self.setup.get("shared_runner", True))}
 
     def _sweep(self, last: bool = False) -> None:
         """Between children: nothing of the last one may survive, and the next starts on an empty tmpfs.

@@ -136,6 +136,10 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
         "nproc": config.max_processes * (config.n_workers + 1),
     }
     wall = sum(t * config.wall_time_factor + config.wall_time_extra_s for t in [load_cpu, *time_limits])
+    stdio = [time_limits[g["tests"][0]] * config.wall_time_factor + config.wall_time_extra_s
+             for g in groups if g["kind"] == "stdio"]
+    if config.stdio_shared_runner and len(stdio) > 1:
+        wall += sum(stdio) + max(stdio)  # the shared runner's rerun of one case and, if it differs, every case
     if checker is not None:
         wall *= 2
     deadline = wall + 5.0

@@ -148,6 +148,7 @@ class Worker:
             "job_uid": self.config.job_uid, "judge_uid": self.config.judge_uid,
             "job_cgroups": self.job_cgroups, "hide_paths": list(_hide_paths()),
             "judge_memory": self.config.memory_limit_mb << 20, "one_fork": self.config.one_fork_jobs,
+            "shared_runner": self.config.stdio_shared_runner,
         }
         try:
             self._send(pickle.dumps(setup))
