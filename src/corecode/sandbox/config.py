@@ -55,6 +55,10 @@ class SandboxConfig:
         default=True, metadata={"help": "a job of function tests only runs in its job leader (one fork per job), "
                                          "forked by a clean zygote; the worker supervises and sweeps it. False: "
                                          "the leader forks a program child (two forks)"})
+    dedupe_jobs: bool = field(
+        default=True, metadata={"help": "run_batch / arun_batch run the same program text against the same problem "
+                                         "once and give every copy that result (a verdict is a function of program, "
+                                         "tests and limits; see Sandbox.run_batch). False: every copy runs"})
     job_timeout_margin_s: float = field(
         default=30.0, metadata={"help": "how long past a job's own deadline the harness waits for a worker"})
 
