@@ -113,9 +113,13 @@ def _start_quietly(sandbox) -> None:
 
 
 def _run(args: argparse.Namespace, sandbox, starter) -> int:
+    # everything the command imports, imported while the workers start (in the starter thread)
     from corecode.benchmarks import load_benchmark
+    from corecode.metrics.efficiency import efficiency, format_efficiency
     from corecode.metrics.passk import pass_at_k_table
     from corecode.sandbox import program_from_completion
+
+    progress = _progress_bar()
 
     samples_path = Path(args.samples)
     samples = read_samples(samples_path)
@@ -132,7 +136,7 @@ def _run(args: argparse.Namespace, sandbox, starter) -> int:
             program_from_completion(problem, sample["completion"])
         jobs.append((program, problem))
     starter.join()  # a start that failed there raises here, on the sandbox's first use
-    results = _run_with_progress(sandbox, jobs)
+    results = _run_with_progress(sandbox, jobs, progress)
     if args.measure:  # whole-program CPU time and peak memory of the passing samples
         from corecode.sandbox import attach_measurements
 
@@ -147,8 +151,6 @@ def _run(args: argparse.Namespace, sandbox, starter) -> int:
             f.write(json.dumps({**sample, **_sample_result(result)}) + "\n")
     table = pass_at_k_table([tuple(v) for v in counts.values()], ks_for([tuple(v) for v in counts.values()]))
     summary: dict[str, Any] = {f"pass@{k}": value for k, value in table.items()}
-    from corecode.metrics.efficiency import efficiency, format_efficiency
-
     eff = efficiency((r.passed, r.cpu_time_s, r.peak_memory_bytes) for r in results if r.measurement is not None)
     summary["efficiency"] = {**eff.to_dict(), "measured": bool(args.measure)}
     if args.json:
@@ -162,12 +164,20 @@ def _run(args: argparse.Namespace, sandbox, starter) -> int:
     return 0
 
 
-def _run_with_progress(sandbox, jobs: list) -> list:
+def _progress_bar():
+    """tqdm's class (~15-20 ms to import, with the multiprocessing lock it creates), or None."""
     try:
         from tqdm import tqdm
     except ImportError:  # tqdm is a core dependency; this only guards odd installs
+        return None
+    tqdm.get_lock()
+    return tqdm
+
+
+def _run_with_progress(sandbox, jobs: list, progress=None) -> list:
+    if progress is None:
         return sandbox.run_batch(jobs)
-    with tqdm(total=len(jobs), desc="checking", unit="sample", file=sys.stderr) as bar:
+    with progress(total=len(jobs), desc="checking", unit="sample", file=sys.stderr) as bar:
         return sandbox.run_batch(jobs, on_result=lambda i, r: bar.update(1))
 
 
