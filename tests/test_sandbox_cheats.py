@@ -359,7 +359,7 @@ def test_a_stopped_or_killed_judge_never_fails_the_next_job(sb):
         for judge in judges:
             if judge:
                 os.kill(judge, sig)
-        results = sb.run_batch([(GOOD_ADD, ADD)] * 4)
+        results = sb.run_batch([(GOOD_ADD + f"# copy {i}\n", ADD) for i in range(4)])  # distinct: all 4 run
         assert [r.status for r in results] == [Status.PASSED] * 4, sig
     assert_clean(sb)
 
@@ -395,7 +395,7 @@ def test_reference_solutions_never_run_on_a_worker_that_serves_programs(monkeypa
     problem = Problem(id="t/ref-worker", source="test", statement="", entry_point="add", tests=ADD.tests,
                       reference_solutions=(reference,))
     with Sandbox(SandboxConfig(workers=2, reference_timing=True)) as sandbox:
-        assert all(r.passed for r in sandbox.run_batch([(GOOD_ADD, problem)] * 4))
+        assert all(r.passed for r in sandbox.run_batch([(GOOD_ADD + f"# copy {i}\n", problem) for i in range(4)]))
         assert sandbox._reference_worker is not None
         ref_index = sandbox._reference_worker.index
         assert ref_index not in {w.index for w in sandbox._workers}

@@ -182,6 +182,47 @@ def test_batch_keeps_order_and_async(sb):
     assert single.passed and [r.passed for r in many] == [False, True, True, False]
 
 
+def _count_runs(monkeypatch, sandbox) -> list[tuple[str, str]]:
+    """Every job the sandbox really runs (run_batch and arun_batch go through Sandbox.run)."""
+    ran: list[tuple[str, str]] = []
+    real_run = sandbox.run
+
+    def counting(program, problem, tests="all"):
+        ran.append((program, problem.id))
+        return real_run(program, problem, tests)
+
+    monkeypatch.setattr(sandbox, "run", counting)
+    return ran
+
+
+def test_batch_runs_identical_jobs_once(sb, monkeypatch):
+    ran = _count_runs(monkeypatch, sb)
+    wrong = GOOD_ADD.replace("a + b", "a - b")  # one character apart, and it fails
+    commented = GOOD_ADD + "# copy 2\n"  # the same function, another program text: not merged
+    twin = Problem(id=ADD.id, source=ADD.source, statement=ADD.statement, tests=ADD.tests)  # equal, not the same object
+    jobs = [(GOOD_ADD, ADD), (wrong, ADD), (GOOD_ADD, ADD), (commented, ADD), (wrong, ADD), (GOOD_ADD, ADD),
+            (GOOD_ADD, twin)]
+    called: list[int] = []
+    results = sb.run_batch(jobs, on_result=lambda i, r: called.append(i))
+    assert [r.passed for r in results] == [True, False, True, True, False, True, True]
+    assert sorted(called) == list(range(len(jobs)))  # once per input index: progress bars count every sample
+    assert len(ran) == 4  # GOOD_ADD against ADD and against its equal twin, wrong, commented
+    assert ran.count((GOOD_ADD, ADD.id)) == 2 and ran.count((wrong, ADD.id)) == 1 and ran.count((commented, ADD.id)) == 1
+    assert results[0] == results[2] == results[5] and results[1] == results[4]
+    assert [t.status for t in results[1].tests] == [Status.WRONG_ANSWER] * 3
+    ran.clear()
+    many = asyncio.run(sb.arun_batch(jobs))
+    assert [r.passed for r in many] == [r.passed for r in results] and len(ran) == 4
+
+
+def test_batch_without_dedupe_runs_every_copy(monkeypatch):
+    config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, dedupe_jobs=False)
+    with Sandbox(config) as sandbox:
+        ran = _count_runs(monkeypatch, sandbox)
+        results = sandbox.run_batch([(GOOD_ADD, ADD)] * 3 + [("def add(a, b):\n    return 0\n", ADD)] * 2)
+        assert [r.passed for r in results] == [True, True, True, False, False] and len(ran) == 5
+
+
 def test_reference_relative_time_limit():
     reference = "def f(n):\n    return sum(range(n))\n"
     slow = "def f(n):\n    total = 0\n    for _ in range(200):\n        total = sum(range(n))\n    return total\n"
@@ -198,7 +239,7 @@ def test_reference_relative_time_limit():
 def test_dead_worker_is_restarted(sb):
     os.kill(sb.worker_pids[0], signal.SIGKILL)
     time.sleep(0.05)
-    results = sb.run_batch([(GOOD_ADD, ADD)] * 6)
+    results = sb.run_batch([(GOOD_ADD + f"# copy {i}\n", ADD) for i in range(6)])  # distinct: all 6 run
     assert all(r.passed for r in results)
     assert sum(w.restarts for w in sb._workers) >= 1
 

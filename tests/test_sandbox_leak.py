@@ -36,7 +36,8 @@ def _tmp_entries() -> set[str]:
 
 
 def _run_many(n_jobs: int) -> None:
-    with Sandbox(SandboxConfig(workers=2, time_limit_s=2.0, reference_timing=False)) as sb:
+    # dedupe_jobs=False: every one of the repeated programs must really run (and leave nothing behind)
+    with Sandbox(SandboxConfig(workers=2, time_limit_s=2.0, reference_timing=False, dedupe_jobs=False)) as sb:
         warm = [(PROGRAMS[i % len(PROGRAMS)], ADD) for i in range(50)]
         sb.run_batch(warm)
         workers = list(sb.worker_pids)

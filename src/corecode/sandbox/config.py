@@ -61,6 +61,10 @@ class SandboxConfig:
                                          "after a case that crashed, hung or left a helper), and one case is run "
                                          "again alone to charge every case what a fresh process costs "
                                          "(docs/sandbox.md). False: a fresh process per case"})
+    dedupe_jobs: bool = field(
+        default=True, metadata={"help": "run_batch / arun_batch run the same program text against the same problem "
+                                         "once and give every copy that result (a verdict is a function of program, "
+                                         "tests and limits; see Sandbox.run_batch). False: every copy runs"})
     job_timeout_margin_s: float = field(
         default=30.0, metadata={"help": "how long past a job's own deadline the harness waits for a worker"})
 

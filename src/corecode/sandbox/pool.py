@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import queue
@@ -156,19 +155,23 @@ class Sandbox:
                   on_result: Callable[[int, ExecutionResult], None] | None = None) -> list[ExecutionResult]:
         """Run many (program, problem) jobs on all workers; results in input order.
 
-        ``on_result(index, result)`` is called as each job finishes (any order), e.g. for a progress bar.
+        ``on_result(index, result)`` is called as each job finishes (any order), once per input index, e.g.
+        for a progress bar. With ``config.dedupe_jobs`` (the default) identical jobs run once: see
+        :func:`_unique_jobs`.
         """
         self.start()
         assert self._executor is not None
-        futures = {self._executor.submit(self.run, program, problem, tests): i
-                   for i, (program, problem) in enumerate(jobs)}
-        results: list[ExecutionResult | None] = [None] * len(futures)
+        jobs = list(jobs)
+        copies = _unique_jobs(jobs, self.config.dedupe_jobs)
+        futures = {self._executor.submit(self.run, jobs[first][0], jobs[first][1], tests): first for first in copies}
+        results: list[ExecutionResult | None] = [None] * len(jobs)
         try:
             for future in as_completed(futures):
-                index = futures[future]
-                results[index] = future.result()
-                if on_result is not None:
-                    on_result(index, results[index])
+                result = future.result()
+                for index in copies[futures[future]]:
+                    results[index] = result  # frozen: every copy may share the one result object
+                    if on_result is not None:
+                        on_result(index, result)
         except BaseException:
             for future in futures:
                 future.cancel()
@@ -176,11 +179,23 @@ class Sandbox:
         return results  # type: ignore[return-value]
 
     async def arun(self, program: str, problem: Problem, tests: TestsArg = "all") -> ExecutionResult:
+        import asyncio  # here, not at the top: ~15 ms of every command's start that never awaits
+
         self.start()
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.run, program, problem, tests)
 
     async def arun_batch(self, jobs: Sequence[tuple[str, Problem]], tests: TestsArg = "all") -> list[ExecutionResult]:
-        return list(await asyncio.gather(*(self.arun(p, prob, tests) for p, prob in jobs)))
+        jobs = list(jobs)
+        copies = _unique_jobs(jobs, self.config.dedupe_jobs)
+        firsts = list(copies)
+        import asyncio
+
+        done = await asyncio.gather(*(self.arun(jobs[i][0], jobs[i][1], tests) for i in firsts))
+        results: list[ExecutionResult | None] = [None] * len(jobs)
+        for first, result in zip(firsts, done):
+            for index in copies[first]:
+                results[index] = result
+        return results  # type: ignore[return-value]
 
     def trace(self, program: str, *, stdin: str = "", call: str | None = None, max_variables: int = 3,
               time_limit_s: float | None = None):
@@ -298,6 +313,35 @@ class Sandbox:
             return self._reference[key]
 
 
+def _unique_jobs(jobs: Sequence[tuple[str, Problem]], dedupe: bool) -> dict[int, list[int]]:
+    """Index of each distinct job's first copy -> indices of all its copies (in input order).
+
+    Two jobs of one batch are the same job when their program strings are equal (exactly: not a normalized
+    form, since a program may read its own source, e.g. through ``inspect`` or its line numbers in a
+    traceback) and their problem is the same object. ``id(problem)`` is a sound key here: ``jobs`` holds a
+    reference to every problem for the whole call, so no two live problems share an id, and a ``Problem``
+    is frozen, so one object has one content. (Problem itself is not a usable key: its tests may hold
+    unhashable values, and hashing every test of every job would cost more than it saves.) Equal problems
+    that are distinct objects are merely not merged. The tests selection and the sandbox's limits are the
+    same for every job of a call, and the time limits depend only on the problem and the selection.
+
+    Running such copies once is sound: a verdict is a function of (program, tests, limits), except for a
+    program that is nondeterministic (it reads the clock, an unseeded random source, or sits at its time
+    limit). For that program every copy now gets one draw instead of independent draws: the expected value
+    of each copy's reward is unchanged (each copy's result is still a draw from the same distribution), only
+    the copies are no longer independent. The efficiency measurement already gives identical programs
+    identical numbers (../shared/METHOD.md 3a; ``measure.measure_batch``).
+    """
+    if not dedupe:
+        return {i: [i] for i in range(len(jobs))}
+    first_of: dict[tuple[str, int], int] = {}
+    copies: dict[int, list[int]] = {}
+    for i, (program, problem) in enumerate(jobs):
+        first = first_of.setdefault((program, id(problem)), i)
+        copies.setdefault(first, []).append(i)
+    return copies
+
+
 def _reference_worker_of(sandbox: Sandbox) -> Worker:
     if sandbox._reference_worker is None:
         worker = Worker(sandbox.config.n_workers, sandbox.config, sandbox._tag)
@@ -315,8 +359,21 @@ def _wire(public: dict) -> dict:
 
 
 def _close_workers(workers: list[Worker]) -> None:
-    for worker in workers:
-        worker.close()
+    """Close the workers at once: each close waits for its worker to exit (~30-60 ms), so one after the
+    other cost a command's exit that much per worker."""
+    threads = []
+    for worker in workers[1:]:
+        thread = threading.Thread(target=worker.close, name="corecode-sandbox-close")
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutdown (this runs from a finalizer too): no new thread there
+            worker.close()
+            continue
+        threads.append(thread)
+    if workers:
+        workers[0].close()
+    for thread in threads:
+        thread.join()
 
 
 def _select(problem: Problem, tests: TestsArg) -> list[TestCase]:

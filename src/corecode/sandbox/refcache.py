@@ -7,7 +7,8 @@ memory; a :class:`ReferenceCache` passed to ``Sandbox(..., reference_cache=...)`
 (sandbox version, config) pair:
 
   * the sandbox version is a hash of the sandbox package's own source files (any change re-times);
-  * the config fields are every ``SandboxConfig`` field but ``workers`` (limits, isolation, interpreter);
+  * the config fields are every ``SandboxConfig`` field but ``workers`` and ``dedupe_jobs`` (limits,
+    isolation, interpreter; neither of those two changes how a reference job runs);
   * each entry's key is a hash of everything the reference job is built from: benchmark source and id,
     the reference solution, setup code, the tests, the checker, limits, files, starter code, entry point.
     A changed benchmark file changes these, so its problems are timed again; an entry whose key
@@ -52,7 +53,8 @@ def sandbox_version() -> str:
 
 
 def _config_digest(config: Any) -> str:
-    fields = {f.name: repr(getattr(config, f.name)) for f in dataclasses.fields(config) if f.name != "workers"}
+    fields = {f.name: repr(getattr(config, f.name)) for f in dataclasses.fields(config)
+              if f.name not in ("workers", "dedupe_jobs")}
     fields["python_version"] = sys.version
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
