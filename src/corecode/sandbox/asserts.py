@@ -167,14 +167,19 @@ class _JudgeRewriter(ast.NodeTransformer):
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.Eq):
             side = 2 if _literal(right)[0] and not _literal(left)[0] else 1 if _literal(left)[0] else 0
-            return _stmt(node, "__corecode_eq__", [left, right, ast.Constant(side)])
+            # locations for the new nodes only (a fix of the whole tree cost more than the rewrite)
+            return ast.fix_missing_locations(_stmt(node, "__corecode_eq__", [left, right, ast.Constant(side)]))
         if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value in (True, False, None):
-            return _stmt(node, "__corecode_is__", [left, right])
+            return ast.fix_missing_locations(_stmt(node, "__corecode_is__", [left, right]))
         return node
+
+
+def judge_tree(code: str) -> ast.Module:
+    """The test code the judge process runs, as a tree (raises SyntaxError if it does not parse)."""
+    return _JudgeRewriter().visit(ast.parse(code))
 
 
 @functools.lru_cache(maxsize=8192)
 def judge_source(code: str) -> str:
-    """The test code the judge process runs (raises SyntaxError if it does not parse)."""
-    tree = ast.parse(code)
-    return ast.unparse(ast.fix_missing_locations(_JudgeRewriter().visit(tree)))
+    """The test code the judge process runs, as source (raises SyntaxError if it does not parse)."""
+    return ast.unparse(judge_tree(code))

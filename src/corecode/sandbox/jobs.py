@@ -13,11 +13,13 @@ import ast
 import functools
 import importlib.util
 import marshal
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from corecode.errors import ConfigError
-from corecode.sandbox.asserts import CHECK_NAME, PAIR_NAME, judge_source, rewrite_assert
+from corecode.sandbox.asserts import CHECK_NAME, PAIR_NAME, judge_source, judge_tree, rewrite_assert
 from corecode.sandbox.config import SandboxConfig
 from corecode.types import AssertTest, CallTest, Checker, StdioTest, TestCase
 
@@ -32,8 +34,16 @@ class Job:
 
 @functools.lru_cache(maxsize=8192)  # RL runs the same tests for every sample of a problem
 def _judge_code(code: str) -> bytes:
-    """The judge's version of an assert test, compiled once here (the judge unmarshals it)."""
-    return marshal.dumps(compile(judge_source(code), "test.py", "exec"))
+    """The judge's version of an assert test, compiled once here from the rewritten tree (the judge
+    unmarshals it; unparsing and parsing it again cost more than the rewrite)."""
+    return marshal.dumps(compile(judge_tree(code), "test.py", "exec"))
+
+
+@functools.lru_cache(maxsize=16)
+def _same_interpreter(python: str) -> bool:
+    """Whether the workers run this interpreter: then the judge runs the code objects compiled here and
+    needs no test source (``_judge.run_function_tests``)."""
+    return os.path.realpath(python) == os.path.realpath(sys.executable)
 
 
 def _is_stub(node: ast.stmt) -> bool:
@@ -114,7 +124,8 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
             checks.append(({0: ("json", test.expected)}, (0,)))
         elif isinstance(test, AssertTest):
             try:
-                judged.append(("assert", _judge_code(test.code), judge_source(test.code)))
+                source = "" if _same_interpreter(config.python) else judge_source(test.code)
+                judged.append(("assert", _judge_code(test.code), source))
                 rewritten = rewrite_assert(test.code) if measure_items else None
             except (SyntaxError, ValueError) as exc:
                 raise ConfigError(f"test {index}: the test code does not compile: {exc}") from None
