@@ -100,7 +100,13 @@ def bare_fork_and_wait(programs: list[str], workers: int) -> tuple[float, int]:
 def corecode_batch(sb: Sandbox, problems) -> tuple[float, int]:
     start = time.perf_counter()
     results = sb.run_batch([(p.reference_solutions[0], p) for p in problems])
-    return time.perf_counter() - start, sum(r.passed for r in results)
+    seconds = time.perf_counter() - start
+    for problem, result in zip(problems, results):
+        if not result.passed:  # a reference that fails is news: say which and why
+            bad = next(t for t in result.tests if t.status.value != "passed")
+            print(f"  reference of {problem.id} failed: test {bad.index} {bad.status.value} ({bad.detail[:200]}; "
+                  f"cpu {bad.cpu_time_s:.3f} s, wall {bad.wall_time_s:.3f} s)", file=sys.stderr)
+    return seconds, sum(r.passed for r in results)
 
 
 STDIO_PROGRAM = "a, b = map(int, input().split())\nprint(a + b)\n"
