@@ -98,8 +98,8 @@ def test_writing_the_harness_done_does_not_end_a_case(boxes):
         while True:
             pass
         """)
-    assert statuses(fresh.execute(program, CASES[:3])) == [Status.TIMEOUT] * 3
-    assert statuses(shared.execute(program, CASES[:3])) == [Status.TIMEOUT] * 3
+    assert statuses(fresh.execute(program, CASES[:5])) == [Status.TIMEOUT] * 5
+    assert statuses(shared.execute(program, CASES[:5])) == [Status.TIMEOUT] * 5
     assert_clean(shared)
 
 
@@ -158,6 +158,15 @@ def test_reused_work_is_charged_to_every_warm_case(boxes):
     assert_clean(shared)
 
 
-def test_one_case_or_file_io_runs_as_before(boxes):
+def test_few_cases_run_in_fresh_processes(boxes):
+    """Below SHARED_MIN_CASES a runner would cost more than it saves (a cold case and the rerun):
+    each case gets a fresh process, as with ``stdio_shared_runner=False``."""
     shared, _ = boxes
-    assert shared.execute("print(sum(map(int, input().split())))\n", CASES[1:2]).passed
+    program = textwrap.dedent("""
+        import builtins, sys
+        print("warm" if hasattr(builtins, "seen") else "cold", file=sys.stderr)
+        builtins.seen = True
+        print(sum(map(int, input().split())))
+        """)
+    result = shared.execute(program, CASES[:4])
+    assert result.passed and [t.stderr.strip() for t in result.tests] == ["cold"] * 4

@@ -51,6 +51,9 @@ LAST_PID_FD = 6  # /proc/sys/kernel/ns_last_pid of the worker's PID namespace, w
 LAST_FD = 6
 GO_FD, DONE_FD = 4, 5  # in a shared runner: the leader's next case, and our "done" with the case's number
 DONE_SEQ = struct.Struct("<q")
+# Fewer cases: a fresh process each. A shared runner pays a cold first case and the rerun; 200 programs of
+# N trivial cases on 2 workers (2026-12-02): shared slower at 3, even at 4-5, faster from 6 (1.3x at 8).
+SHARED_MIN_CASES = 5
 # /proc/PID/syscall of a runner waiting for its next case: read(2) on GO_FD
 READ_GO = [{"aarch64": b"63", "arm64": b"63"}.get(os.uname().machine, b"0"), b"0x%x" % GO_FD]
 
@@ -486,7 +489,7 @@ class Template:
 def run_cases(ctx: dict, public: dict, groups: list[dict], files: tuple) -> tuple[list[tuple[dict, dict]], str | None]:
     """Every stdin/stdout group of the job, in order: ([(group, report)], syntax error or None)."""
     template = Template(ctx, public)
-    shared = bool(ctx.get("shared_runner")) and len(groups) > 1 and not files[0] and not files[1]
+    shared = bool(ctx.get("shared_runner")) and len(groups) >= SHARED_MIN_CASES and not files[0] and not files[1]
     try:
         out, syntax_error, warm = _run_all(template, ctx, groups, files, shared)
         if shared and syntax_error is None and warm:

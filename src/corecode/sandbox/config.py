@@ -56,8 +56,8 @@ class SandboxConfig:
                                          "forked by a clean zygote; the worker supervises and sweeps it. False: "
                                          "the leader forks a program child (two forks)"})
     stdio_shared_runner: bool = field(
-        default=True, metadata={"help": "the stdin/stdout cases of one program run one after another in one "
-                                         "process (a fresh __main__ and fresh streams per case; a new process "
+        default=True, metadata={"help": "the stdin/stdout cases of one program (5 or more) run one after another "
+                                         "in one process (a fresh __main__ and fresh streams per case; a new process "
                                          "after a case that crashed, hung or left a helper), and one case is run "
                                          "again alone to charge every case what a fresh process costs "
                                          "(docs/sandbox.md). False: a fresh process per case"})
