@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from pathlib import Path
 
-from corecode.types import AssertTest, Problem, Status
+from corecode.types import AssertTest, Problem, Status, StdioTest
 
 ADD = Problem(
     id="test/add",
@@ -83,3 +85,31 @@ def assert_clean(sandbox) -> None:
         assert os.listdir(worker.scratch) == [], "the host side of a scratch dir must stay empty"
     result = sandbox.run(GOOD_ADD, ADD)
     assert result.status is Status.PASSED, result
+
+
+# -- stdin/stdout cases in both modes (tests/test_sandbox_shared_runner.py, _redteam_shared.py) --------------
+SUM_CASES = tuple(StdioTest(f"{i} {i + 1}\n", f"{2 * i + 1}\n") for i in range(8))  # "a b" -> a + b
+
+
+@contextlib.contextmanager
+def shared_and_fresh(time_limit_s: float = 0.5):
+    """(the default sandbox: a shared runner per program, one with a fresh process per case), one worker each."""
+    from corecode.sandbox import Sandbox, SandboxConfig  # noqa: PLC0415
+
+    shared = Sandbox(SandboxConfig(workers=1, time_limit_s=time_limit_s, reference_timing=False))
+    fresh = Sandbox(SandboxConfig(workers=1, time_limit_s=time_limit_s, reference_timing=False,
+                                  stdio_shared_runner=False))
+    with shared, fresh:
+        yield shared, fresh
+
+
+def statuses(result) -> list[Status]:
+    return [t.status for t in result.tests]
+
+
+def loops_for(seconds: float) -> int:
+    """How many steps of ``sum(i * i for i in range(n))`` take about ``seconds`` of CPU here (rough: CPU
+    time moves by tens of per cent with what runs on the other hyperthread)."""
+    n, start = 200_000, time.process_time()
+    sum(i * i for i in range(n))
+    return int(n * seconds / max(1e-6, time.process_time() - start))

@@ -17,44 +17,30 @@ runner binds what its loop calls before any program code runs.
 from __future__ import annotations
 
 import textwrap
-import time
 
 import pytest
 
-from corecode.sandbox import Sandbox, SandboxConfig
-from corecode.types import Status, StdioTest
-from test_sandbox_helpers import assert_clean
+from corecode.types import Status
+from test_sandbox_helpers import SUM_CASES, assert_clean, loops_for, shared_and_fresh, statuses
 
-CASES = tuple(StdioTest(f"{i} {i + 1}\n", f"{2 * i + 1}\n") for i in range(8))
+CASES = SUM_CASES
 
 
 @pytest.fixture(scope="module")
 def boxes():
-    shared = Sandbox(SandboxConfig(workers=1, time_limit_s=0.5, reference_timing=False))
-    fresh = Sandbox(SandboxConfig(workers=1, time_limit_s=0.5, reference_timing=False, stdio_shared_runner=False))
-    with shared, fresh:
-        yield shared, fresh
-
-
-def statuses(result) -> list[Status]:
-    return [t.status for t in result.tests]
+    with shared_and_fresh() as pair:
+        yield pair
 
 
 def passed(result) -> set[int]:
     return {t.index for t in result.tests if t.status is Status.PASSED}
 
 
-def _loops_for(seconds: float) -> int:
-    n, start = 200_000, time.process_time()
-    sum(i * i for i in range(n))
-    return int(n * seconds / max(1e-6, time.process_time() - start))
-
-
 @pytest.fixture(scope="module")
 def table_limit(boxes):
     """(loops of the shared table, loops of a case's own work, a CPU limit that fits either but not both)."""
     _, fresh = boxes
-    table, own = _loops_for(0.25), _loops_for(0.25)
+    table, own = loops_for(0.25), loops_for(0.25)
     honest = textwrap.dedent(f"""
         t = sum(i * i for i in range({table}))
         a, b = map(int, input().split())
@@ -239,7 +225,7 @@ def test_a_timer_between_cases_gains_nothing(boxes):
     chunks per gap; now the runner blocks the program's signals while it waits and disarms its timers at
     the next case, and cases that use work kept from an earlier case are charged or rerun alone."""
     shared, fresh = boxes
-    table = _loops_for(0.3)
+    table = loops_for(0.3)
     program = textwrap.dedent(f"""
         import builtins, signal, sys
         st = getattr(builtins, "st", None)

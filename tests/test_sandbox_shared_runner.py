@@ -15,27 +15,19 @@ tests/test_sandbox_cases.py runs the carry attempts (Python state, files, IPC, h
 from __future__ import annotations
 
 import textwrap
-import time
 
 import pytest
 
-from corecode.sandbox import Sandbox, SandboxConfig
-from corecode.types import Status, StdioTest
-from test_sandbox_helpers import assert_clean
+from corecode.types import Status
+from test_sandbox_helpers import SUM_CASES, assert_clean, loops_for, shared_and_fresh, statuses
 
-CASES = tuple(StdioTest(f"{i} {i + 1}\n", f"{2 * i + 1}\n") for i in range(8))
+CASES = SUM_CASES
 
 
 @pytest.fixture(scope="module")
 def boxes():
-    shared = Sandbox(SandboxConfig(workers=1, time_limit_s=0.5, reference_timing=False))
-    fresh = Sandbox(SandboxConfig(workers=1, time_limit_s=0.5, reference_timing=False, stdio_shared_runner=False))
-    with shared, fresh:
-        yield shared, fresh
-
-
-def statuses(result) -> list[Status]:
-    return [t.status for t in result.tests]
+    with shared_and_fresh() as pair:
+        yield pair
 
 
 def test_the_cases_share_a_runner(boxes):
@@ -131,12 +123,6 @@ def test_an_answer_that_depends_on_an_earlier_case_is_run_again_alone(boxes):
         assert statuses(box.execute(program, CASES)) == [Status.WRONG_ANSWER] * len(CASES)
 
 
-def _loops_for(seconds: float) -> int:
-    n, start = 200_000, time.process_time()
-    sum(i * i for i in range(n))
-    return int(n * seconds / max(1e-6, time.process_time() - start))
-
-
 def test_reused_work_is_charged_to_every_warm_case(boxes):
     """A table built once and kept on a module: alone, every case pays for it; in the shared runner only
     the first would, so every warm case is charged what its fresh run cost more, and is judged against its
@@ -146,7 +132,7 @@ def test_reused_work_is_charged_to_every_warm_case(boxes):
     program = textwrap.dedent(f"""
         import sys
         if not hasattr(sys, "table"):
-            sys.table = sum(i * i for i in range({_loops_for(0.3)}))
+            sys.table = sum(i * i for i in range({loops_for(0.3)}))
         a, b = map(int, input().split())
         print(a + b)
         """)

@@ -565,7 +565,6 @@ def _charge_as_fresh(template: Template, ctx: dict, groups: list[dict], files: t
         extra = max(0.0, fresh["cpu"] - shared_rep["cpu"])
         for i in warm:
             out[i][1]["cpu"] += extra
-            out[i][1]["charged_s"] = extra
         return out
     ctx["sweep"]()
     isolated, _, _ = _run_all(template, ctx, groups, files, shared=False)
@@ -696,54 +695,49 @@ def _serve_cases(sock, code, ctx: dict) -> None:
 
 
 def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, ctx_jobdir: str, program_filter_on: bool):
-    """run(cpu, nonce), for a case child: its own session, the job's uid, its CPU limit, then the program as
-    ``__main__`` (as ``_jobchild.run_stdio_program``, on the streams the template made). Everything it
-    uses is bound here, in the template: a case child touches (and so copies) as few pages as it can."""
+    """(run, run_shared). run(cpu, nonce), for a case child: its own session, the job's uid, its CPU limit,
+    then the program as ``__main__`` (as ``_jobchild.run_stdio_program``, on the streams the template made);
+    run_shared: the same set-up once, then case after case (SandboxConfig.stdio_shared_runner). Everything
+    they use is bound here, in the template: a case child touches (and so copies) as few pages as it can."""
     closerange, setsid, setresuid, prctl, setrlimit, exit_now = (os.closerange, os.setsid, os.setresuid, iso.prctl,
                                                                  resource.setrlimit, os._exit)
     chdir, jobdir = os.chdir, ctx_jobdir
     dumpable, pdeathsig, rlimit_cpu, ceil, sigkill = iso.PR_SET_DUMPABLE, iso.PR_SET_PDEATHSIG, resource.RLIMIT_CPU, math.ceil, signal.SIGKILL
     drop, program_filter = iso.drop_to_job_user, iso.install_program_filter
-    emitter, exc_name, short_tb, flush, print_exc = jc._emitter, jc.exception_name, jc._short_tb, jc._flush, traceback.print_exc
-    _exec, _type, _int, _bool, _builtins, _len = exec, type, int, bool, builtins, len
+    emitter, flush, run_main = jc._emitter, jc._flush, jc.main_runner()
+    _builtins, _len = builtins, len
+
+    def isolate(what: str) -> None:
+        """A case child's or runner's own set-up, after its descriptors are in place: the job dir, a
+        session, the job's uid, PR_SET_PDEATHSIG, the program filter."""
+        chdir(jobdir)  # by path: the job dir is made anew after every case
+        setsid()
+        if user_ns:
+            drop(job_uid, True, ipc=ipc)  # a nested user namespace (and IPC namespace) of its own
+        elif uid_drop:
+            setresuid(job_uid, job_uid, job_uid)
+            prctl(dumpable, 1)  # keep /proc/self/* owned by the job, as for every job child
+        prctl(pdeathsig, sigkill)  # after the uid change, which clears it
+        if program_filter_on and not program_filter():  # no descriptor in flight, perf event or pidfd
+            raise OSError(f"could not install the program filter in the {what}")
+
+    def failed_setup() -> None:
+        """Our own set-up failed: say why on the case's stderr, and end."""
+        try:
+            os.write(2, traceback.format_exc().encode()[-4000:])
+        finally:
+            exit_now(1)
 
     def run(cpu: float, nonce: bytes) -> None:
         try:
             closerange(SOCK_FD, LAST_FD + 1)
-            chdir(jobdir)  # by path: the job dir is made anew after every case
-            setsid()
-            if user_ns:
-                drop(job_uid, True, ipc=ipc)  # a nested user namespace (and IPC namespace) of its own
-            elif uid_drop:
-                setresuid(job_uid, job_uid, job_uid)
-                prctl(dumpable, 1)  # keep /proc/self/* owned by the job, as for every job child
-            prctl(pdeathsig, sigkill)  # after the uid change, which clears it
+            isolate("case child")
             seconds = max(1, ceil(cpu))
             setrlimit(rlimit_cpu, (seconds + 1, seconds + 2))
-            if program_filter_on and not program_filter():  # no descriptor in flight, perf event or pidfd
-                raise OSError("could not install the program filter in the case child")
             emit = emitter(nonce)
-        except BaseException:  # noqa: BLE001 - our own setup failed: say why on the case's stderr
-            try:
-                os.write(2, traceback.format_exc().encode()[-4000:])
-            finally:
-                exit_now(1)
-        name, detail = None, ""
-        try:
-            _exec(code, {"__name__": "__main__", "__builtins__": _builtins})
-        except SystemExit as exc:
-            try:
-                code_ = exc.code
-                if code_ is not None and not (_type(code_) in (_int, _bool) and code_ == 0):
-                    name, detail = "SystemExit", "the program exited with a non-zero status"
-            except BaseException:  # noqa: BLE001
-                name = "SystemExit"
-        except BaseException as exc:  # noqa: BLE001
-            name, detail = exc_name(exc), short_tb(exc)
-            try:
-                print_exc()
-            except BaseException:  # noqa: BLE001
-                pass
+        except BaseException:  # noqa: BLE001
+            failed_setup()
+        name, detail = run_main(code, {"__name__": "__main__", "__builtins__": _builtins})
         flush()
         emit(("end", 0, name, detail))
         exit_now(0)
@@ -806,25 +800,13 @@ def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, c
             dup2(go_fd, GO_FD)
             dup2(done_fd, DONE_FD)
             closerange(DONE_FD + 1, 1 << 20)  # the template's socket, /dev/null, ns_last_pid; go/done copies
-            chdir(jobdir)
-            setsid()
-            if user_ns:
-                drop(job_uid, True, ipc=ipc)
-            elif uid_drop:
-                setresuid(job_uid, job_uid, job_uid)
-                prctl(dumpable, 1)
-            prctl(pdeathsig, sigkill)
+            isolate("case runner")
             hard = getrlimit(rlimit_cpu)[1]  # the template's: the job's whole CPU budget
-            if program_filter_on and not program_filter():
-                raise OSError("could not install the program filter in the case runner")
         except BaseException:  # noqa: BLE001
-            try:
-                os.write(2, traceback.format_exc().encode()[-4000:])
-            finally:
-                exit_now(1)
+            failed_setup()
         seq = 0
         while True:
-            name, detail, ours = None, "", ()
+            ours = ()
             try:
                 usage = getrusage(self_usage)
                 soft = ceil(usage.ru_utime + usage.ru_stime + cpu) + 1
@@ -832,21 +814,7 @@ def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, c
                 ours = fresh_state()
             except BaseException:  # noqa: BLE001 - the program broke the runner: end it, the next case
                 exit_now(1)         # gets a fresh one
-            try:
-                _exec(code, {"__name__": "__main__", "__builtins__": _builtins})
-            except SystemExit as exc:
-                try:
-                    code_ = exc.code
-                    if code_ is not None and not (_type(code_) in (_int, _bool) and code_ == 0):
-                        name, detail = "SystemExit", "the program exited with a non-zero status"
-                except BaseException:  # noqa: BLE001
-                    name = "SystemExit"
-            except BaseException as exc:  # noqa: BLE001
-                name, detail = exc_name(exc), short_tb(exc)
-                try:
-                    print_exc()
-                except BaseException:  # noqa: BLE001
-                    pass
+            name, detail = run_main(code, {"__name__": "__main__", "__builtins__": _builtins})
             flush()
             for stream in ours:  # also when the program replaced sys.stdout: what it wrote there first
                 try:

@@ -330,6 +330,36 @@ def _make_recorder(emit, call, max_vars: int):
     return record
 
 
+def main_runner():
+    """``run_main(code, ns)``: run ``code`` as a program's ``__main__`` in ``ns`` and say how it ended,
+    (exception name or None, detail); ``sys.exit(0)`` / ``sys.exit()`` end it cleanly, and a traceback
+    goes to stderr as Python would print it. What it calls is bound now, before any program code, so a
+    program that replaces a module attribute changes nothing for a later run (``_cases``' shared runner)."""
+    exc_name, short_tb, print_exc = exception_name, _short_tb, traceback.print_exc
+    _exec, _type, _int, _bool = exec, type, int, bool
+
+    def run_main(code, ns: dict) -> tuple:
+        name, detail = None, ""
+        try:
+            _exec(code, ns)
+        except SystemExit as exc:
+            try:
+                code_ = exc.code
+                if code_ is not None and not (_type(code_) in (_int, _bool) and code_ == 0):
+                    name, detail = "SystemExit", "the program exited with a non-zero status"
+            except BaseException:  # noqa: BLE001
+                name = "SystemExit"
+        except BaseException as exc:  # noqa: BLE001
+            name, detail = exc_name(exc), short_tb(exc)
+            try:
+                print_exc()
+            except BaseException:  # noqa: BLE001
+                pass
+        return name, detail
+
+    return run_main
+
+
 def run_stdio_program(code, nonce: bytes, trace=None) -> None:
     """Run the program as ``__main__`` on the stdin the worker prepared; report how it ended.
 
@@ -337,27 +367,12 @@ def run_stdio_program(code, nonce: bytes, trace=None) -> None:
     :func:`_make_recorder`), for prompts that ask a model to predict a program's execution.
     """
     emit = _emitter(nonce)
-    exc_name, exit_now, flush, short_tb, print_exc = exception_name, os._exit, _flush, _short_tb, traceback.print_exc
+    exit_now, flush, run_main = os._exit, _flush, main_runner()
     record = _make_recorder(emit, trace[0], trace[1]) if trace is not None else None
     _std_streams("solution.py")
     emit(("begin", 0))
-    name, detail = None, ""
     ns = {"__name__": "__main__", "__builtins__": builtins}
-    try:
-        exec(code, ns)
-    except SystemExit as exc:
-        try:
-            code_ = exc.code
-            if code_ is not None and not (type(code_) in (int, bool) and code_ == 0):
-                name, detail = "SystemExit", "the program exited with a non-zero status"
-        except BaseException:  # noqa: BLE001
-            name = "SystemExit"
-    except BaseException as exc:  # noqa: BLE001
-        name, detail = exc_name(exc), short_tb(exc)
-        try:
-            print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
+    name, detail = run_main(code, ns)
     if record is not None:
         record(ns, name is None)
     flush()
