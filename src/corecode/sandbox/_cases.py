@@ -52,10 +52,12 @@ LAST_FD = 6
 GO_FD, DONE_FD = 4, 5  # in a shared runner: the leader's next case, and our "done" with the case's number
 DONE_SEQ = struct.Struct("<q")
 # Fewer cases: a fresh process each. A shared runner pays a cold first case and the rerun; 200 programs of
-# N trivial cases on 2 workers (2026-12-02): shared slower at 3, even at 4-5, faster from 6 (1.3x at 8).
+# N trivial cases on 2 workers (2026-12-02): shared slower at 3, even at 4-5, faster from 6 (1.2-1.5x at 8).
 SHARED_MIN_CASES = 5
 # /proc/PID/syscall of a runner waiting for its next case: read(2) on GO_FD
-READ_GO = [{"aarch64": b"63", "arm64": b"63"}.get(os.uname().machine, b"0"), b"0x%x" % GO_FD]
+# (read's number on the machines we know; elsewhere None: the runner's state alone, as without root)
+_READ_NR = {"x86_64": b"0", "aarch64": b"63", "arm64": b"63", "riscv64": b"63"}.get(os.uname().machine)
+READ_GO = [_READ_NR, b"0x%x" % GO_FD] if _READ_NR is not None else None
 
 # Cases are forked with ``iso.raw_fork``: without Python's at-fork machinery (it reseeds `random`,
 # re-creates `threading`'s locks and runs other modules' hooks: about half the cost of a fork here, mostly
@@ -383,9 +385,11 @@ class Template:
             return None, True
         pid = runner["pid"] = DONE_SEQ.unpack(message[1:])[0]
         try:
+            if READ_GO is None:
+                raise OSError("read's syscall number is not known on this machine")
             runner["syscall"] = os.open(f"/proc/{pid}/syscall", os.O_RDONLY | os.O_CLOEXEC)
             os.pread(runner["syscall"], 64, 0)
-        except OSError:  # without root the runner is not dumpable: its state alone
+        except OSError:  # without root the runner is not dumpable (or see READ_GO): its state alone
             if runner["syscall"] >= 0:
                 os.close(runner["syscall"])
             runner["syscall"] = -1
