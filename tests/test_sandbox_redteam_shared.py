@@ -61,7 +61,10 @@ def table_limit(boxes):
 # -- the hole: a non-zero exit after the end frame takes a warm case out of the charge --------------------
 # (what the cold case adds, what a warm case does after printing its answer)
 _FORGED_END = ("", """
-    nonce = sys._getframe().f_back.f_locals["nonce"]  # the harness's frame called exec
+    frame = sys._getframe().f_back  # up the harness's frames to the one that holds the case's nonce
+    while "nonce" not in frame.f_locals:
+        frame = frame.f_back
+    nonce = frame.f_locals["nonce"]
     body = marshal.dumps(("end", 0, None, ""))
     os.write(3, nonce + struct.pack("<I", len(body)) + body)
     os._exit(1)

@@ -367,12 +367,29 @@ def run_stdio_program(code, nonce: bytes, trace=None) -> None:
     :func:`_make_recorder`), for prompts that ask a model to predict a program's execution.
     """
     emit = _emitter(nonce)
-    exit_now, flush, run_main = os._exit, _flush, main_runner()
+    exc_name, exit_now, flush, short_tb, print_exc = exception_name, os._exit, _flush, _short_tb, traceback.print_exc
     record = _make_recorder(emit, trace[0], trace[1]) if trace is not None else None
     _std_streams("solution.py")
     emit(("begin", 0))
+    name, detail = None, ""
     ns = {"__name__": "__main__", "__builtins__": builtins}
-    name, detail = run_main(code, ns)
+    # The program runs in this frame (not in main_runner's): the red team's forged-frame tests reach our
+    # ``emit`` as the program's caller (tests/test_redteam_rewards.py).
+    try:
+        exec(code, ns)
+    except SystemExit as exc:
+        try:
+            code_ = exc.code
+            if code_ is not None and not (type(code_) in (int, bool) and code_ == 0):
+                name, detail = "SystemExit", "the program exited with a non-zero status"
+        except BaseException:  # noqa: BLE001
+            name = "SystemExit"
+    except BaseException as exc:  # noqa: BLE001
+        name, detail = exc_name(exc), short_tb(exc)
+        try:
+            print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
     if record is not None:
         record(ns, name is None)
     flush()
