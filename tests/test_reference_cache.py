@@ -90,3 +90,68 @@ def test_implausible_cached_times_are_ignored(tmp_path, monkeypatch):
     cache.path.write_text(json.dumps(data))
     again = _one_run(config, tmp_path, _problem())
     assert calls[0] == 2 and again[0] is not None and again[0] < 1.0 and first[0] < 1.0
+
+
+# -- the judge's compiled tests (CompiledTests, ReferenceCache.compiled) --------------------------------------
+ASSERT_PROBLEM_TESTS = ("assert f(10) == 45", "assert f(0) == 0")
+
+
+def _assert_problem() -> Problem:
+    from corecode.types import AssertTest
+
+    return Problem(id="t/asserts", source="test", statement="", tests=tuple(AssertTest(t) for t in ASSERT_PROBLEM_TESTS),
+                   reference_solutions=(REFERENCE,))
+
+
+def test_compiled_tests_are_reused_across_runs_and_still_judge(tmp_path, monkeypatch):
+    """A second run takes every assert test's judge code from disk (no rewrite, no compile), and that code
+    still fails a wrong program: the cache holds the judge's tests, not verdicts."""
+    from corecode.sandbox import jobs
+
+    built: list[str] = []
+    original = jobs._judge_code.__wrapped__
+
+    def counting(code: str) -> bytes:
+        built.append(code)
+        return original(code)
+
+    monkeypatch.setattr(jobs, "_judge_code", counting)
+    config = SandboxConfig(workers=1, reference_timing=False)
+    problem = _assert_problem()
+    with Sandbox(config, reference_cache=ReferenceCache(config, tmp_path)) as sandbox:
+        assert sandbox.run(REFERENCE, problem).passed
+    assert sorted(built) == sorted(ASSERT_PROBLEM_TESTS)
+    assert len(list(tmp_path.glob("judge-code-*.marshal"))) == 1 and not list(tmp_path.glob("*.tmp"))
+    built.clear()
+    cache = ReferenceCache(config, tmp_path)
+    with Sandbox(config, reference_cache=cache) as sandbox:
+        assert sandbox.run(REFERENCE, problem).passed
+        wrong = sandbox.run("def f(n):\n    return sum(range(n + 1))\n", problem)
+        assert not wrong.passed and wrong.n_passed == 1  # f(0) == 0 still holds; f(10) == 55 != 45
+    assert built == [] and cache.compiled.hits == 4 and cache.compiled.misses == 0
+
+
+def test_damaged_compiled_tests_file_is_an_empty_cache(tmp_path):
+    """Garbage, a truncated file, or an entry that is not a code object: nothing of it is used."""
+    import marshal
+
+    from corecode.sandbox.refcache import CompiledTests
+
+    cache = CompiledTests(tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+
+    def build(source: str) -> bytes:
+        return marshal.dumps(compile(source, "test.py", "exec"))
+
+    for damaged in (b"\x00garbage", marshal.dumps({CompiledTests._key("assert 1"): build("assert 1")})[:-7],
+                    marshal.dumps({CompiledTests._key("assert 1"): marshal.dumps("not code")})):
+        cache.path.write_bytes(damaged)
+        fresh = CompiledTests(tmp_path)
+        assert type(marshal.loads(fresh.get("assert 1", build))) is type(build.__code__)
+        assert fresh.misses == 1 and fresh.hits == 0
+    cache.get("assert 2", build)
+    cache.save()
+    again = CompiledTests(tmp_path)
+    again.get("assert 1", build)  # the instances above never saved: only `cache` did, holding "assert 2"
+    again.get("assert 2", build)
+    assert (again.hits, again.misses) == (1, 1)

@@ -165,12 +165,14 @@ def _run(args: argparse.Namespace, sandbox, starter) -> int:
 
 
 def _progress_bar():
-    """tqdm's class (~15-20 ms to import, with the multiprocessing lock it creates), or None."""
+    """tqdm's class, or None. Its write lock is a thread lock: tqdm's default also makes a multiprocessing
+    lock, whose import and POSIX semaphore cost the command ~60 ms, and only threads of this process
+    update the bar."""
     try:
         from tqdm import tqdm
     except ImportError:  # tqdm is a core dependency; this only guards odd installs
         return None
-    tqdm.get_lock()
+    tqdm.set_lock(threading.RLock())
     return tqdm
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from corecode.errors import ConfigError
 from corecode.sandbox.asserts import CHECK_NAME, PAIR_NAME, judge_source, judge_tree, rewrite_assert
 from corecode.sandbox.config import SandboxConfig
+from corecode.sandbox.refcache import CompiledTests
 from corecode.types import AssertTest, CallTest, Checker, StdioTest, TestCase
 
 
@@ -91,12 +92,14 @@ def _check_setup(code: str) -> None:
 def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_limits: Sequence[float],
               checker: Checker | None, config: SandboxConfig,
               files: tuple[str | None, str | None] = (None, None), memory_limit_mb: int | None = None,
-              trusted_code: str = "", entry_point: str | None = None, measure_items: bool = True) -> Job:
+              trusted_code: str = "", entry_point: str | None = None, measure_items: bool = True,
+              compiled: CompiledTests | None = None) -> Job:
     """``files``: (input_file, output_file) of a file-I/O problem, used by its stdin/stdout tests;
     ``memory_limit_mb``: the problem's own limit, instead of the config's; ``trusted_code``: the problem's
     own code (e.g. the HumanEval prompt) whose helpers the tests use from a trusted copy, never the
     program's; ``entry_point``: the name the tests call, always taken from the program; ``measure_items``:
-    also the stripped test code the measurement pass runs (test jobs do not send it)."""
+    also the stripped test code the measurement pass runs (test jobs do not send it); ``compiled``: the judge's
+    compiled tests kept on disk across runs (``ReferenceCache.compiled``)."""
     for name in files:
         if name is not None and (not name or "/" in name or name in (".", "..")):
             raise ConfigError(f"input/output file name {name!r} must be a plain file name")
@@ -125,7 +128,8 @@ def build_job(program: str, tests: Sequence[TestCase], *, setup_code: str, time_
         elif isinstance(test, AssertTest):
             try:
                 source = "" if _same_interpreter(config.python) else judge_source(test.code)
-                judged.append(("assert", _judge_code(test.code), source))
+                code = _judge_code(test.code) if compiled is None else compiled.get(test.code, _judge_code)
+                judged.append(("assert", code, source))
                 rewritten = rewrite_assert(test.code) if measure_items else None
             except (SyntaxError, ValueError) as exc:
                 raise ConfigError(f"test {index}: the test code does not compile: {exc}") from None

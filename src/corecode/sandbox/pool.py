@@ -41,6 +41,8 @@ class Sandbox:
         self.config = config or SandboxConfig()
         # reference CPU times kept on disk across runs (sandbox/refcache.py); None: this Sandbox's memory only
         self.reference_cache = reference_cache
+        # the judge's compiled tests, kept with the reference times (None: compiled in memory only)
+        self.compiled_tests = reference_cache.compiled if reference_cache is not None else None
         self._workers: list[Worker] = []
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._executor: ThreadPoolExecutor | None = None
@@ -138,7 +140,7 @@ class Sandbox:
                         checker=problem.checker, config=self.config,
                         files=(problem.input_file, problem.output_file), memory_limit_mb=problem.memory_limit_mb,
                         trusted_code=problem.starter_code or "", entry_point=problem.entry_point,
-                        measure_items=False)
+                        measure_items=False, compiled=self.compiled_tests)
         return self._execute(job)
 
     def execute(self, program: str, tests: Sequence[TestCase], *, setup_code: str = "",
@@ -305,7 +307,7 @@ class Sandbox:
                                 files=(problem.input_file, problem.output_file),
                                 memory_limit_mb=problem.memory_limit_mb,
                                 trusted_code=problem.starter_code or "", entry_point=problem.entry_point,
-                        measure_items=False)
+                                measure_items=False, compiled=self.compiled_tests)
                 result = self._execute_reference(job)
                 self._reference[key] = [t.cpu_time_s if t.passed else None for t in result.tests]
                 if self.reference_cache is not None:
