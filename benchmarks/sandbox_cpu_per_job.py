@@ -1,6 +1,7 @@
 """CPU per job of the sandbox (harness + workers + every job process), steadier than wall time on a busy box.
 
     python benchmarks/sandbox_cpu_per_job.py he|mbpp|stdio [--src PATH] [--mbpp PATH]
+    python benchmarks/sandbox_cpu_per_job.py he --roles [--batches 5]
 
 One worker runs the jobs inside ``with Sandbox(...)``; ``getrusage`` of this process and of its reaped
 children (the workers, and through them every job process) is read around it, minus an empty sandbox's.
@@ -8,6 +9,12 @@ For ``stdio`` it then runs the same cases through a bare fork-per-case loop (a c
 forks one child per case, no isolation) and prints its CPU per case too. ``--src`` puts another
 checkout's ``src`` first on ``sys.path`` (e.g. the code before a change, exported
 with ``git archive``), so two versions can be compared on the same machine, alternating runs.
+
+``--roles`` (he or mbpp) says where a job's CPU goes, from ``/proc/PID/stat`` of each long-lived process of
+one worker (the worker, its clean zygote, its judge; the zygote's reaped children are the job processes)
+and ``getrusage`` of this process (the harness), user and system time and minor page faults per job over
+``--batches`` warm batches; then the same programs through a bare fork-and-wait loop forked from this
+process (the baseline of sandbox_throughput.py): its children and its own fork-and-wait.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ def main() -> int:
     parser.add_argument("kind", choices=("he", "mbpp", "stdio"))
     parser.add_argument("--src", default=None, help="a checkout's src directory to import corecode from")
     parser.add_argument("--mbpp", default=str(REPO.parent / "shared" / "data" / "mbpp" / "mbpp.jsonl"))
+    parser.add_argument("--roles", action="store_true", help="CPU per job by process role, against the bare loop")
+    parser.add_argument("--batches", type=int, default=5, help="warm batches measured with --roles")
     args = parser.parse_args()
     if args.src:
         sys.path.insert(0, args.src)
@@ -38,6 +47,13 @@ def main() -> int:
         jobs = [(p.reference_solutions[0], p) for p in load_benchmark("mbpp", "all", path=args.mbpp)]
     else:
         jobs = []
+
+    if args.roles:
+        if args.kind == "stdio":
+            parser.error("--roles measures he or mbpp jobs")
+        distinct = list({id(p): (prog, p) for prog, p in jobs}.values())
+        roles(distinct, args.batches, Sandbox, SandboxConfig)
+        return 0
 
     def cpu() -> float:
         mine, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -64,6 +80,89 @@ def main() -> int:
         ok = bare_stdio(n)
         print(f"stdio, bare fork-per-case loop: {(cpu() - c0) / units * 1000:.2f} ms CPU per case ({ok} of {units} right)")
     return 0
+
+
+def _proc_stat(pid: int) -> dict[str, int]:
+    """minflt, cminflt, utime, stime, cutime, cstime (clock ticks) of ``pid`` from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return dict(zip(("minflt", "cminflt", "ut", "st", "cut", "cst"),
+                    (int(fields[7]), int(fields[8]), int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14]))))
+
+
+def _children(pid: int) -> list[int]:
+    import os
+
+    kids: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            kids += [int(k) for k in f.read().split()]
+    return sorted(kids)
+
+
+def roles(jobs: list, batches: int, Sandbox, SandboxConfig) -> None:
+    """CPU per job by process role (one worker), then the bare fork-and-wait loop on the same programs."""
+    import os
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from sandbox_throughput import flat_program
+
+    tick = os.sysconf("SC_CLK_TCK")
+    n = batches * len(jobs)
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False)) as sb:
+        sb.run_batch(jobs)  # warm: first-time costs of the worker, zygote and judge
+        worker = sb.worker_pids[0]
+        kids = _children(worker)
+        if not any(open(f"/proc/{k}/comm").read().strip() == "sbx-zygote" for k in kids):
+            worker = kids[0]  # an outer process (the PID namespace's parent): the worker is its child
+            kids = _children(worker)
+        names = {k: open(f"/proc/{k}/comm").read().strip() for k in kids}
+        zygote = next(k for k in kids if names[k] == "sbx-zygote")
+        judge = next(k for k in kids if k != zygote)
+        pids = {"worker": worker, "zygote": zygote, "judge": judge}
+        before = {r: _proc_stat(p) for r, p in pids.items()}
+        me0 = resource.getrusage(resource.RUSAGE_SELF)
+        for _ in range(batches):
+            results = sb.run_batch(jobs)
+        me1 = resource.getrusage(resource.RUSAGE_SELF)
+        after = {r: _proc_stat(p) for r, p in pids.items()}
+    passed = sum(r.passed for r in results)
+
+    def ms(role: str, field: str) -> float:
+        return (after[role][field] - before[role][field]) / tick * 1000 / n
+
+    rows = [("job processes", ms("zygote", "cut"), ms("zygote", "cst"),
+             (after["zygote"]["cminflt"] - before["zygote"]["cminflt"]) / n)]
+    rows += [(role, ms(role, "ut"), ms(role, "st"), (after[role]["minflt"] - before[role]["minflt"]) / n)
+             for role in ("zygote", "worker", "judge")]
+    rows.append(("harness", (me1.ru_utime - me0.ru_utime) * 1000 / n, (me1.ru_stime - me0.ru_stime) * 1000 / n,
+                 (me1.ru_minflt - me0.ru_minflt) / n))
+    print(f"corecode, {len(jobs)} distinct jobs x {batches} warm batches, one worker ({passed} passed in the last):")
+    for name, user, system, faults in rows:
+        print(f"  {name:14s} user {user:5.2f} ms  system {system:5.2f} ms  minor faults {faults:5.0f}")
+    total = sum(u + s for _, u, s, _ in rows)
+    print(f"  {'total':14s} {total:.2f} ms CPU per job")
+    programs = [flat_program(p) for _, p in jobs]
+    kids0, mine0 = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    ok = 0
+    for _ in range(batches):
+        for program in programs:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    exec(compile(program, "program", "exec"), {"__name__": "solution"})
+                except BaseException:  # noqa: BLE001
+                    os._exit(1)
+                os._exit(0)
+            ok += os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    kids1, mine1 = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    bare = [("children", kids1.ru_utime - kids0.ru_utime, kids1.ru_stime - kids0.ru_stime, kids1.ru_minflt - kids0.ru_minflt),
+            ("fork and wait", mine1.ru_utime - mine0.ru_utime, mine1.ru_stime - mine0.ru_stime, mine1.ru_minflt - mine0.ru_minflt)]
+    print(f"bare fork-and-wait loop, same programs ({ok} of {n} exited 0):")
+    for name, user, system, faults in bare:
+        print(f"  {name:14s} user {user * 1000 / n:5.2f} ms  system {system * 1000 / n:5.2f} ms  minor faults {faults / n:5.0f}")
+    bare_total = sum(u + s for _, u, s, _ in bare) * 1000 / n
+    print(f"  {'total':14s} {bare_total:.2f} ms CPU per program; CPU ratio bare / corecode {bare_total / total:.2f}")
 
 
 def bare_stdio(n: int) -> int:
