@@ -155,3 +155,32 @@ def test_damaged_compiled_tests_file_is_an_empty_cache(tmp_path):
     again.get("assert 1", build)  # the instances above never saved: only `cache` did, holding "assert 2"
     again.get("assert 2", build)
     assert (again.hits, again.misses) == (1, 1)
+
+
+def test_programs_cannot_rewrite_compiled_tests_and_without_isolation_none_are_used(tmp_path):
+    """The judge runs the cached code objects, so the cache is used only where programs see a read-only
+    disk: a program that overwrites the file (here with a test that passes anything) changes nothing, and
+    with ``isolate=False`` (the program has the harness's view of the disk) nothing is read from or kept
+    in the file."""
+    import marshal
+
+    config = SandboxConfig(workers=1, reference_timing=False)
+    problem = _assert_problem()
+    with Sandbox(config, reference_cache=ReferenceCache(config, tmp_path)) as sandbox:
+        assert sandbox.run(REFERENCE, problem).passed
+    path = next(tmp_path.glob("judge-code-*.marshal"))
+    original = path.read_bytes()
+    forged = marshal.dumps({k: marshal.dumps(compile("pass", "test.py", "exec")) for k in marshal.loads(original)})
+    attack = (f"try:\n    open({str(path)!r}, 'wb').write({forged!r})\nexcept OSError:\n    pass\n"
+              "def f(n):\n    return -1\n")
+    cache = ReferenceCache(config, tmp_path)
+    with Sandbox(config, reference_cache=cache) as sandbox:
+        assert sandbox.compiled_tests() is cache.compiled
+        assert sandbox.run(attack, problem).n_passed == 0
+    assert path.read_bytes() == original
+    open_config = SandboxConfig(workers=1, reference_timing=False, isolate=False)
+    bare = ReferenceCache(open_config, tmp_path / "open")
+    with Sandbox(open_config, reference_cache=bare) as sandbox:
+        assert sandbox.compiled_tests() is None
+        assert sandbox.run(REFERENCE, problem).passed
+    assert (bare.compiled.hits, bare.compiled.misses) == (0, 0) and not list((tmp_path / "open").glob("judge-code-*"))

@@ -168,7 +168,7 @@ def _measure_job(program: str, problem: Problem, cases: list[TestCase], limits: 
         return "problems judged by a checker are not measured (no single expected answer to verify)"
     job = build_job(program, cases, setup_code=problem.test_setup_code, time_limits=limits,
                     checker=problem.checker, config=sandbox.config, memory_limit_mb=problem.memory_limit_mb,
-                    compiled=getattr(sandbox, "compiled_tests", None))
+                    compiled=sandbox.compiled_tests() if hasattr(sandbox, "compiled_tests") else None)
     public = job.public
     kinds = {g["kind"] for g in public["groups"]}
     if len(kinds) != 1:

@@ -15,7 +15,7 @@ from typing import Union
 from corecode.errors import ConfigError, SandboxError
 from corecode.sandbox.config import SandboxConfig
 from corecode.sandbox.jobs import Job, build_job
-from corecode.sandbox.refcache import ReferenceCache
+from corecode.sandbox.refcache import CompiledTests, ReferenceCache
 from corecode.sandbox.worker import Worker, WorkerDied, remove_stale_cgroups
 from corecode.types import AssertTest, Checker, ExecutionResult, Problem, Status, TestCase, TestResult
 
@@ -41,8 +41,10 @@ class Sandbox:
         self.config = config or SandboxConfig()
         # reference CPU times kept on disk across runs (sandbox/refcache.py); None: this Sandbox's memory only
         self.reference_cache = reference_cache
-        # the judge's compiled tests, kept with the reference times (None: compiled in memory only)
-        self.compiled_tests = reference_cache.compiled if reference_cache is not None else None
+        # the judge's compiled tests, kept with the reference times (None: compiled in memory only); see
+        # compiled_tests(): used only while programs cannot write to the disk the file is on
+        self._compiled_store = reference_cache.compiled if reference_cache is not None else None
+        self._compiled_safe: bool | None = None
         self._workers: list[Worker] = []
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._executor: ThreadPoolExecutor | None = None
@@ -122,6 +124,18 @@ class Sandbox:
         self.start()
         return dict(self._workers[0].isolation)
 
+    def compiled_tests(self) -> CompiledTests | None:
+        """The reference cache's compiled tests (``ReferenceCache.compiled``) where no program can reach the
+        file: the judge runs its code objects, so a program that could rewrite the cache would choose every
+        later verdict. That needs the read-only filesystem of ``isolate=True`` (without it, or where mount
+        namespaces are refused, a program has the harness's own view of the disk); otherwise None, and
+        tests are compiled in memory."""
+        if self._compiled_store is None or not self.config.isolate:
+            return None
+        if self._compiled_safe is None:
+            self._compiled_safe = bool(self.isolation.get("readonly_fs"))
+        return self._compiled_store if self._compiled_safe else None
+
     @property
     def worker_pids(self) -> list[int]:
         """Host pids of the processes that serve jobs (each job process is a descendant of one)."""
@@ -140,7 +154,7 @@ class Sandbox:
                         checker=problem.checker, config=self.config,
                         files=(problem.input_file, problem.output_file), memory_limit_mb=problem.memory_limit_mb,
                         trusted_code=problem.starter_code or "", entry_point=problem.entry_point,
-                        measure_items=False, compiled=self.compiled_tests)
+                        measure_items=False, compiled=self.compiled_tests())
         return self._execute(job)
 
     def execute(self, program: str, tests: Sequence[TestCase], *, setup_code: str = "",
@@ -307,7 +321,7 @@ class Sandbox:
                                 files=(problem.input_file, problem.output_file),
                                 memory_limit_mb=problem.memory_limit_mb,
                                 trusted_code=problem.starter_code or "", entry_point=problem.entry_point,
-                                measure_items=False, compiled=self.compiled_tests)
+                                measure_items=False, compiled=self.compiled_tests())
                 result = self._execute_reference(job)
                 self._reference[key] = [t.cpu_time_s if t.passed else None for t in result.tests]
                 if self.reference_cache is not None:
