@@ -132,29 +132,66 @@ def test_compiled_tests_are_reused_across_runs_and_still_judge(tmp_path, monkeyp
 
 
 def test_damaged_compiled_tests_file_is_an_empty_cache(tmp_path):
-    """Garbage, a truncated file, or an entry that is not a code object: nothing of it is used."""
+    """Garbage, a truncated file, an entry that is not a code object, one whose counts make ``marshal``
+    raise SystemError, and one with a changed byte of bytecode that still unmarshals (the red team's: it
+    killed the judge on every run of a right program): nothing of any of them is used."""
     import marshal
 
-    from corecode.sandbox.refcache import CompiledTests
-
-    cache = CompiledTests(tmp_path)
-    tmp_path.mkdir(exist_ok=True)
+    from corecode.sandbox.refcache import CompiledTests, _digest
 
     def build(source: str) -> bytes:
         return marshal.dumps(compile(source, "test.py", "exec"))
 
-    for damaged in (b"\x00garbage", marshal.dumps({CompiledTests._key("assert 1"): build("assert 1")})[:-7],
-                    marshal.dumps({CompiledTests._key("assert 1"): marshal.dumps("not code")})):
-        cache.path.write_bytes(damaged)
+    key, good = CompiledTests._key("assert 1"), build("assert 1")
+    code = marshal.loads(good)
+    flipped = bytearray(code.co_code)
+    flipped[-2] ^= 0xFF
+    counts = bytearray(good)
+    counts[5:9] = (1).to_bytes(4, "little")  # posonlyargcount 1 > argcount 0
+    damaged = [b"\x00garbage", marshal.dumps({key: (good, _digest(key, good))})[:-7],
+               marshal.dumps({key: (marshal.dumps("not code"), _digest(key, marshal.dumps("not code")))}),
+               marshal.dumps({key: (bytes(counts), _digest(key, bytes(counts)))}),
+               marshal.dumps({key: (marshal.dumps(code.replace(co_code=bytes(flipped))), _digest(key, good))}),
+               marshal.dumps({key: good})]  # the unchecked layout of the first version
+    tmp_path.mkdir(exist_ok=True)
+    for n, blob in enumerate(damaged):
+        CompiledTests(tmp_path).path.write_bytes(blob)
         fresh = CompiledTests(tmp_path)
-        assert type(marshal.loads(fresh.get("assert 1", build))) is type(build.__code__)
-        assert fresh.misses == 1 and fresh.hits == 0
+        assert fresh.get("assert 1", build) == good, n
+        assert (fresh.hits, fresh.misses) == (0, 1), n
+    cache = CompiledTests(tmp_path)
+    cache.path.unlink()
     cache.get("assert 2", build)
     cache.save()
     again = CompiledTests(tmp_path)
     again.get("assert 1", build)  # the instances above never saved: only `cache` did, holding "assert 2"
     again.get("assert 2", build)
     assert (again.hits, again.misses) == (1, 1)
+
+
+def test_judge_keeps_asserts_under_python_O(tmp_path):
+    """Under ``python -O`` the harness compiled the judge's tests with their asserts stripped: a test that
+    stays an ``assert`` (not an ``==`` the rewrite turns into a check) passed every program (red team), and
+    the disk cache carried that into later runs without -O. Now compiled with ``optimize=0``."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from corecode.sandbox import ReferenceCache, Sandbox, SandboxConfig\n"
+        "from corecode.types import AssertTest, Problem\n"
+        "p = Problem(id='t/o', source='test', statement='', tests=(AssertTest('assert abs(f(7) - 21) < 1e-9'),),"
+        " reference_solutions=('def f(n):\\n    return 3 * n\\n',))\n"
+        "c = SandboxConfig(workers=1, reference_timing=False)\n"
+        "with Sandbox(c, reference_cache=ReferenceCache(c, sys.argv[1])) as sb:\n"
+        "    print(sys.flags.optimize, sb.run('def f(n):\\n    return 2 * n\\n', p).passed,"
+        " sb.run(p.reference_solutions[0], p).passed)\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for flags in (["-O"], []):  # -O first: it fills the cache the plain run then reads
+        out = subprocess.run([sys.executable, *flags, "-c", script, str(tmp_path)], env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert out.stdout.split() == [str(len(flags)), "False", "True"], out.stderr[-2000:]
 
 
 def test_programs_cannot_rewrite_compiled_tests_and_without_isolation_none_are_used(tmp_path):

@@ -366,7 +366,7 @@ def _is(actual, expected) -> None:
 
 def _compile(source: str, name: str):
     try:
-        return compile(source, name, "exec")
+        return compile(source, name, "exec", optimize=0)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
         return None
 
@@ -453,7 +453,7 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
                     outcome = {"status": "wrong_answer",
                                "detail": f"expected {vd.short(expected)}, got {vd.short(value)}"}
             else:
-                code = marshal.loads(spec[1]) if same else compile(spec[2], "test.py", "exec")
+                code = marshal.loads(spec[1]) if same else compile(spec[2], "test.py", "exec", optimize=0)
                 ns = TestNamespace(program, dict(builtins.__dict__))
                 if trusted is not None:
                     try:
@@ -486,7 +486,7 @@ def run_checker(source: str, cases: list[tuple[str, str, str]]) -> list[dict]:
     """A problem's own checker (trusted code) on the program's outputs; only a real ``True`` passes."""
     ns = {"__name__": "checker", "__builtins__": dict(builtins.__dict__)}
     try:
-        exec(compile(source, "checker.py", "exec"), ns)
+        exec(compile(source, "checker.py", "exec", optimize=0), ns)
         check = ns["check"]
     except BaseException as exc:  # noqa: BLE001
         return [{"status": "runtime_error", "detail": f"checker: {type(exc).__name__}: {exc}"[:300]} for _ in cases]

@@ -36,8 +36,10 @@ class Job:
 @functools.lru_cache(maxsize=8192)  # RL runs the same tests for every sample of a problem
 def _judge_code(code: str) -> bytes:
     """The judge's version of an assert test, compiled once here from the rewritten tree (the judge
-    unmarshals it; unparsing and parsing it again cost more than the rewrite)."""
-    return marshal.dumps(compile(judge_tree(code), "test.py", "exec"))
+    unmarshals it; unparsing and parsing it again cost more than the rewrite). ``optimize=0`` whatever the
+    harness runs with: under ``python -O`` a plain compile drops the asserts the rewrite keeps (e.g.
+    ``assert abs(f(7) - 21) < 1e-9``), and every program passed them (red team)."""
+    return marshal.dumps(compile(judge_tree(code), "test.py", "exec", optimize=0))
 
 
 @functools.lru_cache(maxsize=16)
@@ -76,7 +78,7 @@ def _trusted_code(source: str, name: str) -> bytes | None:
     """The problem's own code compiled for the judge; None when it does not compile on its own (e.g. a
     starter code that is only a signature)."""
     try:
-        return marshal.dumps(compile(source, name, "exec"))
+        return marshal.dumps(compile(source, name, "exec", optimize=0))  # its asserts kept, as _judge_code's
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
         return None
 

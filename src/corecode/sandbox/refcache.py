@@ -154,9 +154,13 @@ class CompiledTests:
     across runs, thread-safe.
 
     The file name carries the sandbox version (a hash of the sandbox package's source, so a changed rewrite
-    in ``asserts.py`` starts a new file) and the interpreter's bytecode magic number. Every entry is
-    unmarshalled and type-checked when the file is read: a damaged file is an empty cache, never a test
-    that fails for our reasons.
+    in ``asserts.py`` starts a new file) and the interpreter's bytecode magic number; tests are compiled
+    with ``optimize=0`` whatever the harness runs with, so ``python -O`` stores the same code. Every entry
+    carries a SHA-256 of its key and code and is unmarshalled and type-checked when the file is read; a
+    file that fails any of that is an empty cache, never a test that fails for our reasons. The file is
+    trusted as the package's own source is: ``Sandbox.compiled_tests`` uses it only where programs see a
+    read-only disk, and a program run without isolation (``isolate=False``: trusted code only) could
+    rewrite it as it could the package.
     """
 
     def __init__(self, directory: str | os.PathLike | None = None):
@@ -178,11 +182,16 @@ class CompiledTests:
             entries: dict[bytes, bytes] = {}
             try:
                 data = marshal.loads(self.path.read_bytes())
-                if isinstance(data, dict):
-                    for key, blob in data.items():
-                        if type(key) is bytes and type(blob) is bytes and type(marshal.loads(blob)) is CodeType:
-                            entries[key] = blob
-            except (OSError, ValueError, EOFError, TypeError):
+                if type(data) is not dict:
+                    data = {}
+                for key, value in data.items():
+                    # (code, sha256(key + code)): a damaged entry that still unmarshals as a code object
+                    # (one changed byte of bytecode) killed the judge on every run of a right program
+                    if type(key) is bytes and type(value) is tuple and len(value) == 2 and \
+                            all(type(v) is bytes for v in value) and value[1] == _digest(key, value[0]) and \
+                            type(marshal.loads(value[0])) is CodeType:
+                        entries[key] = value[0]
+            except Exception:  # noqa: BLE001 - any damage (marshal raises ValueError, EOFError, SystemError...)
                 entries = {}
             self._entries = entries
         return self._entries
@@ -211,5 +220,9 @@ class CompiledTests:
             self._entries = None
             merged = {**self._load(), **mine}
             self._entries = merged
-            if _write_atomic(self.path, marshal.dumps(merged)):
+            if _write_atomic(self.path, marshal.dumps({k: (v, _digest(k, v)) for k, v in merged.items()})):
                 self._dirty = False
+
+
+def _digest(key: bytes, code: bytes) -> bytes:
+    return hashlib.sha256(key + b"\0" + code).digest()
