@@ -365,8 +365,11 @@ def _become_job(stdin_fd: int, out_fd: int, err_fd: int, result_fd: int, ctx: di
         iso.drop_to_job_user(ctx["job_uid"], ctx["user_namespace"], ipc=ipc)
     iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     limits = ctx["limits"]
-    with open("/proc/self/statm", "rb") as f:
-        vm_size = int(f.read().split()[0]) * PAGE
+    statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)  # not open(): its io objects cost ~0.1 ms
+    try:
+        vm_size = int(os.read(statm, 256).split()[0]) * PAGE
+    finally:
+        os.close(statm)
     cpu = max(1, math.ceil(cpu_total))
     for name, value in ((resource.RLIMIT_AS, vm_size + limits["memory"]),
                         (resource.RLIMIT_CPU, (cpu + 1, cpu + 2)),
@@ -777,8 +780,11 @@ def _become_judge(ctx: dict, keep: set[int]) -> None:
                 signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGPIPE, signal.SIGTSTP, signal.SIGTTIN,
                 signal.SIGTTOU, signal.SIGURG, signal.SIGWINCH, signal.SIGIO, *range(signal.SIGRTMIN, signal.SIGRTMAX + 1)):
         signal.signal(sig, signal.SIG_IGN)  # without root the program shares our uid and can signal us
-    with open("/proc/self/statm", "rb") as f:
-        vm_size = int(f.read().split()[0]) * PAGE
+    statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)  # not open(): its io objects cost ~0.1 ms
+    try:
+        vm_size = int(os.read(statm, 256).split()[0]) * PAGE
+    finally:
+        os.close(statm)
     memory = max(ctx["limits"]["memory"], 1 << 30)
     resource.setrlimit(resource.RLIMIT_AS, (vm_size + memory + (256 << 20),) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))  # its reply memfd

@@ -154,6 +154,9 @@ class Worker:
     def _zygote_loop(self, sock) -> None:
         iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
         iso.set_name(ZYGOTE_NAME)  # how tests tell it from a job's leftover process (it runs as the worker's uid)
+        _run.jc.prepare()  # a program's std streams and answer encoder, made once instead of per job
+        gc.collect()
+        gc.freeze()
         info = ctypes.create_string_buffer(SIGINFO_SIZE)
         view = memoryview(info).cast("B")
         si_code = ctypes.c_int.from_buffer(info, 8)
