@@ -54,6 +54,19 @@ def _cpu_of(pid: int, fd: int = -1) -> float:
         return 0.0
 
 
+def _read_proc(path: str) -> bytes:
+    """A whole /proc file, without io objects (the sweep reads several after every job: ~20 us each
+    through ``open``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _open_stat(pid: int) -> int:
     try:
         return os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
@@ -191,9 +204,8 @@ class Meter:
             if kid in self.spare:
                 continue
             try:
-                with open(f"/proc/{kid}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                        continue
+                if _read_proc(f"/proc/{kid}/stat").rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
             except (OSError, IndexError):
                 continue
             out.append(kid)
@@ -210,8 +222,7 @@ class Meter:
                 continue
             for task in tasks:
                 try:
-                    with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
-                        kids = [int(k) for k in f.read().split()]
+                    kids = [int(k) for k in _read_proc(f"/proc/{pid}/task/{task}/children").split()]
                 except (OSError, ValueError):
                     continue
                 for kid in kids:
