@@ -118,7 +118,7 @@ def _make_plain():
 def _frame_io(read_fd: int, write_fd: int):
     """Length-prefixed frames over the two private pipes to the judge."""
     read, write, pack, unpack = os.read, os.write, struct.pack, struct.unpack
-    dumps, loads, _bytes, join = marshal.dumps, pickle.loads, bytes, b"".join
+    dumps, loads, join = marshal.dumps, pickle.loads, b"".join
 
     def read_exact(n):
         chunks, got = [], 0
@@ -229,8 +229,8 @@ def serve_program(code, setup, nonce: bytes) -> None:
     receive, send = _frame_io(REQUEST_FD, REPLY_FD)
     plain, reset = _PREMADE.pop("plain", None) or _make_plain()
     exc_name, short_tb, flush, exit_now = exception_name, _short_tb, _flush, os._exit
-    _type, _callable, _getattr, _setattr, _str = type, callable, getattr, setattr, str
-    unpickler, bytes_io = _Unpickler, io.BytesIO
+    _callable, _getattr, _setattr, _str = callable, getattr, setattr, str
+    unpickler = _Unpickler
     _std_streams("solution.py")
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
