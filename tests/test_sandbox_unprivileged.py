@@ -146,3 +146,58 @@ def _sleepers() -> set[int]:
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+ZOMBIE_LEADER = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, SRC)
+    from corecode.sandbox import Sandbox, SandboxConfig
+    from corecode.types import AssertTest
+    # A helper whose main thread ends with the exit syscall while another thread runs: its /proc stat says Z
+    # (a zombie), and the sweep, without job cgroups here, passed it over; it kept writing the first job's
+    # argument to the scratch tmpfs after every wipe, and later jobs read it there (red team: 3 of 3).
+    LEAVE = (
+        "import os, ctypes, threading, time\\n"
+        "libc = ctypes.CDLL(None)\\n"
+        "def f(token):\\n"
+        "    carry = os.path.join(os.path.dirname(os.getcwd()), 'carry')\\n"
+        "    if os.fork() == 0:\\n"
+        "        os.setsid()\\n"
+        "        def keep_writing():\\n"
+        "            while True:\\n"
+        "                try:\\n"
+        "                    open(carry, 'w').write(token)\\n"
+        "                except OSError:\\n"
+        "                    pass\\n"
+        "                time.sleep(0.005)\\n"
+        "        threading.Thread(target=keep_writing).start()\\n"
+        "        libc.syscall(SYS_EXIT, 0)\\n"
+        "    time.sleep(0.2)\\n"
+        "    return 1\\n")
+    READ = ("import os\\ndef f():\\n    try:\\n"
+            "        return open(os.path.join(os.path.dirname(os.getcwd()), 'carry')).read()\\n"
+            "    except OSError as e:\\n        return type(e).__name__\\n")
+    out = {}
+    config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, python=sys.executable)
+    with Sandbox(config) as sb:
+        out["isolation"] = sb.isolation
+        out["leave"] = sb.execute(LEAVE.replace("SYS_EXIT", str(SYS_EXIT)), [AssertTest("assert f('S3CR3T') == 1")]).status.value
+        out["later"] = [sb.execute(READ, [AssertTest("assert f() == 'S3CR3T'")]).status.value for _ in range(3)]
+    print(json.dumps(out))
+""")
+
+
+def test_a_process_whose_main_thread_exited_does_not_outlive_its_job(tmp_path):
+    """Without job cgroups the sweep finds job processes by walking /proc; one that looks like a zombie (its
+    main thread gone) but still runs threads is killed like any other."""
+    import platform
+
+    numbers = {"x86_64": 60, "aarch64": 93}
+    if platform.machine() not in numbers:
+        pytest.skip(f"the exit syscall's number on {platform.machine()} is not in this test")
+    out = run_unprivileged(tmp_path, f"SRC = {str(SRC)!r}\nSYS_EXIT = {numbers[platform.machine()]}\n" + ZOMBIE_LEADER)
+    if not out["isolation"]["user_namespace"]:
+        pytest.skip(f"user namespaces are not available to unprivileged users here: {out['isolation']}")
+    assert not out["isolation"]["job_cgroup"]  # the path the walk alone guards
+    assert out["leave"] == "passed"
+    assert out["later"] == ["wrong_answer"] * 3, out

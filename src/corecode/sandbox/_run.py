@@ -67,6 +67,25 @@ def _read_proc(path: str) -> bytes:
         os.close(fd)
 
 
+def _live_threads(pid: int) -> bool:
+    """Whether a thread of ``pid`` other than its main one still runs. A process whose main thread ended
+    with the ``exit`` syscall (not ``exit_group``) shows Z in its stat while its other threads run on: the
+    sweep took it for a zombie, and without job cgroups (unprivileged workers) it outlived its job and
+    handed later jobs an answer through the scratch tmpfs (red team: 3 of 3)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            if task != str(pid) and _read_proc(f"/proc/{pid}/task/{task}/stat").rsplit(b")", 1)[1].split()[0] \
+                    not in (b"Z", b"X"):
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
 def _open_stat(pid: int) -> int:
     try:
         return os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
@@ -204,7 +223,7 @@ class Meter:
             if kid in self.spare:
                 continue
             try:
-                if _read_proc(f"/proc/{kid}/stat").rsplit(b")", 1)[1].split()[0] == b"Z":
+                if _read_proc(f"/proc/{kid}/stat").rsplit(b")", 1)[1].split()[0] == b"Z" and not _live_threads(kid):
                     continue
             except (OSError, IndexError):
                 continue
