@@ -280,3 +280,33 @@ def test_problem_memory_limit_applies(sb):
     problem = Problem(id="t/mem", source="test", statement="", tests=(StdioTest("", "ok"),), memory_limit_mb=64)
     assert sb.run("print('ok')", problem).passed
     assert sb.run("x = bytes(200 * 2**20)\nprint('ok')", problem).status is Status.MEMORY_EXCEEDED
+
+
+def test_zygote_prepared_streams_are_a_fresh_open_and_a_missing_fd_is_no_failure():
+    """``_jobchild.prepare`` (run once in the clean zygote) makes the std streams a job would open over its
+    own fds; they must behave as ``io.open`` over a memfd does, leave the process's fds 0-2 as they were,
+    and with a descriptor 0-2 missing it makes none (every job opens its own) instead of failing."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sandbox_dir = Path(__file__).resolve().parents[1] / "src" / "corecode" / "sandbox"
+    script = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(sandbox_dir)!r})\n"
+        "import _jobchild as jc\n"
+        "before = [os.fstat(fd).st_ino if fd_ok else None for fd, fd_ok in ((0, FD0), (1, True), (2, True))]\n"
+        "jc.prepare()\n"
+        "after = [os.fstat(fd).st_ino if fd_ok else None for fd, fd_ok in ((0, FD0), (1, True), (2, True))]\n"
+        "streams = jc._PREMADE.get('streams')\n"
+        "desc = None if streams is None else [(s.mode, s.encoding, s.errors, s.line_buffering, s.seekable(),\n"
+        "    s.fileno()) for s in streams]\n"
+        "print(before == after, desc, 'plain' in jc._PREMADE)\n")
+    ok = subprocess.run([sys.executable, "-I", "-c", script.replace("FD0", "True")], capture_output=True, text=True,
+                        stdin=subprocess.DEVNULL, timeout=60)
+    # as io.open makes them over a job's memfds (here the process's own fds 0-2 are /dev/null and pipes)
+    assert ok.stdout.strip() == ("True [('r', 'utf-8', 'replace', False, True, 0), ('w', 'utf-8', 'replace', False, "
+                                 "True, 1), ('w', 'utf-8', 'replace', False, True, 2)] True"), ok.stderr
+    closed = subprocess.run([sys.executable, "-I", "-c", script.replace("FD0", "False")], capture_output=True,
+                            text=True, stdin=subprocess.DEVNULL, timeout=60, preexec_fn=lambda: os.close(0))
+    assert closed.returncode == 0 and closed.stdout.strip() == "True None True", closed.stderr

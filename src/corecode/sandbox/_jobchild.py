@@ -178,17 +178,24 @@ def prepare() -> None:
     them, so every job gets an untouched copy; a process takes them once (``_std_streams``), and any later
     call (the next case of a shared runner) opens fresh ones as before.
     """
-    saved = [os.dup(fd) for fd in (0, 1, 2)]
-    blank = os.memfd_create("std-streams", os.MFD_CLOEXEC)
+    saved: list[int] = []
     try:
-        for fd in (0, 1, 2):
-            os.dup2(blank, fd)
-        _PREMADE["streams"] = _open_std_streams()
-    finally:
-        for fd, copy in zip((0, 1, 2), saved):
-            os.dup2(copy, fd)
+        saved = [os.dup(fd) for fd in (0, 1, 2)]
+    except OSError:  # a worker started without one of them: every job makes its own streams, as before
+        for copy in saved:
             os.close(copy)
-        os.close(blank)
+        saved = []
+    if saved:
+        blank = os.memfd_create("std-streams", os.MFD_CLOEXEC)
+        try:
+            for fd in (0, 1, 2):
+                os.dup2(blank, fd)
+            _PREMADE["streams"] = _open_std_streams()
+        finally:
+            for fd, copy in zip((0, 1, 2), saved):
+                os.dup2(copy, fd)
+                os.close(copy)
+            os.close(blank)
     _PREMADE["plain"] = _make_plain()
     # The compiler's first run in a process is its dearest: run it once here, on a constant program, so that
     # a job's compile of its program finds it warm (~70 us of the leader's CPU per job).
