@@ -66,17 +66,49 @@ def _config_digest(config: Any) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
-class ReferenceCache:
+class _DiskCache:
+    """Entries kept in one file: read once, when first needed; ``save`` merges them with what another
+    process saved meanwhile and writes the file atomically. Subclasses say how the file is read
+    (``_read``: a damaged file is an empty cache) and written (``_encode``)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._entries: dict | None = None
+        self._dirty = False
+        self.hits = 0
+        self.misses = 0
+
+    def _read(self) -> dict:
+        raise NotImplementedError
+
+    def _encode(self, entries: dict) -> bytes:
+        raise NotImplementedError
+
+    def _load(self) -> dict:
+        if self._entries is None:
+            self._entries = self._read()
+        return self._entries
+
+    def save(self) -> None:
+        """Write the entries (merged with what another process saved meanwhile) atomically; no-op if unchanged."""
+        with self._lock:
+            if not self._dirty or self._entries is None:
+                return
+            mine = self._entries
+            self._entries = None
+            merged = {**self._load(), **mine}
+            self._entries = merged
+            if _write_atomic(self.path, self._encode(merged)):
+                self._dirty = False
+
+
+class ReferenceCache(_DiskCache):
     """Reference CPU times per test (``None`` where the reference failed), on disk; thread-safe."""
 
     def __init__(self, config: Any, directory: str | os.PathLike | None = None):
         self.directory = Path(directory) if directory is not None else default_cache_dir()
-        self.path = self.directory / f"reference-times-{sandbox_version()}-{_config_digest(config)}.json"
-        self._lock = threading.Lock()
-        self._entries: dict[str, list[float | None]] | None = None
-        self._dirty = False
-        self.hits = 0
-        self.misses = 0
+        super().__init__(self.directory / f"reference-times-{sandbox_version()}-{_config_digest(config)}.json")
         self.compiled = CompiledTests(self.directory)
 
     @staticmethod
@@ -87,16 +119,17 @@ class ReferenceCache:
             return None
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def _load(self) -> dict[str, list[float | None]]:
-        if self._entries is None:
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                entries = data.get("entries", {}) if isinstance(data, dict) else {}
-                self._entries = {k: v for k, v in entries.items()
-                                 if isinstance(v, list) and all(t is None or isinstance(t, (int, float)) for t in v)}
-            except (OSError, ValueError):
-                self._entries = {}
-        return self._entries
+    def _read(self) -> dict[str, list[float | None]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = data.get("entries", {}) if isinstance(data, dict) else {}
+            return {k: v for k, v in entries.items()
+                    if isinstance(v, list) and all(t is None or isinstance(t, (int, float)) for t in v)}
+        except (OSError, ValueError):
+            return {}
+
+    def _encode(self, entries: dict) -> bytes:
+        return json.dumps({"sandbox_version": sandbox_version(), "entries": entries}).encode()
 
     def get(self, key: str | None) -> list[float | None] | None:
         if key is None:
@@ -117,18 +150,9 @@ class ReferenceCache:
             self._dirty = True
 
     def save(self) -> None:
-        """Write the entries (merged with what another process saved meanwhile) atomically; no-op if unchanged.
-        Saves ``compiled`` too."""
+        """As every cache here; saves ``compiled`` too."""
         self.compiled.save()
-        with self._lock:
-            if not self._dirty or self._entries is None:
-                return
-            mine = self._entries
-            self._entries = None
-            merged = {**self._load(), **mine}
-            self._entries = merged
-            if _write_atomic(self.path, json.dumps({"sandbox_version": sandbox_version(), "entries": merged}).encode()):
-                self._dirty = False
+        super().save()
 
 
 def _write_atomic(path: Path, data: bytes) -> bool:
@@ -149,7 +173,7 @@ def _write_atomic(path: Path, data: bytes) -> bool:
     return True
 
 
-class CompiledTests:
+class CompiledTests(_DiskCache):
     """The judge's code objects of assert tests (``marshal`` bytes), keyed by the test's source; on disk
     across runs, thread-safe.
 
@@ -166,35 +190,31 @@ class CompiledTests:
     def __init__(self, directory: str | os.PathLike | None = None):
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         tag = f"{sys.implementation.cache_tag}-{importlib.util.MAGIC_NUMBER.hex()}"
-        self.path = self.directory / f"judge-code-{sandbox_version()}-{tag}.marshal"
-        self._lock = threading.Lock()
-        self._entries: dict[bytes, bytes] | None = None
-        self._dirty = False
-        self.hits = 0
-        self.misses = 0
+        super().__init__(self.directory / f"judge-code-{sandbox_version()}-{tag}.marshal")
 
     @staticmethod
     def _key(source: str) -> bytes:
         return hashlib.sha256(source.encode("utf-8", "surrogatepass")).digest()
 
-    def _load(self) -> dict[bytes, bytes]:
-        if self._entries is None:
-            entries: dict[bytes, bytes] = {}
-            try:
-                data = marshal.loads(self.path.read_bytes())
-                if type(data) is not dict:
-                    data = {}
-                for key, value in data.items():
-                    # (code, sha256(key + code)): a damaged entry that still unmarshals as a code object
-                    # (one changed byte of bytecode) killed the judge on every run of a right program
-                    if type(key) is bytes and type(value) is tuple and len(value) == 2 and \
-                            all(type(v) is bytes for v in value) and value[1] == _digest(key, value[0]) and \
-                            type(marshal.loads(value[0])) is CodeType:
-                        entries[key] = value[0]
-            except Exception:  # noqa: BLE001 - any damage (marshal raises ValueError, EOFError, SystemError...)
-                entries = {}
-            self._entries = entries
-        return self._entries
+    def _read(self) -> dict[bytes, bytes]:
+        entries: dict[bytes, bytes] = {}
+        try:
+            data = marshal.loads(self.path.read_bytes())
+            if type(data) is not dict:
+                return {}
+            for key, value in data.items():
+                # (code, sha256(key + code)): a damaged entry that still unmarshals as a code object
+                # (one changed byte of bytecode) killed the judge on every run of a right program
+                if type(key) is bytes and type(value) is tuple and len(value) == 2 and \
+                        all(type(v) is bytes for v in value) and value[1] == _digest(key, value[0]) and \
+                        type(marshal.loads(value[0])) is CodeType:
+                    entries[key] = value[0]
+        except Exception:  # noqa: BLE001 - any damage (marshal raises ValueError, EOFError, SystemError...)
+            return {}
+        return entries
+
+    def _encode(self, entries: dict) -> bytes:
+        return marshal.dumps({k: (v, _digest(k, v)) for k, v in entries.items()})
 
     def get(self, source: str, build: Callable[[str], bytes]) -> bytes:
         """The compiled form of ``source``: from the cache, or ``build(source)`` (kept for next time)."""
@@ -211,17 +231,6 @@ class CompiledTests:
             self._dirty = True
         return blob
 
-    def save(self) -> None:
-        """Write the entries (merged with what another process saved meanwhile) atomically; no-op if unchanged."""
-        with self._lock:
-            if not self._dirty or self._entries is None:
-                return
-            mine = self._entries
-            self._entries = None
-            merged = {**self._load(), **mine}
-            self._entries = merged
-            if _write_atomic(self.path, marshal.dumps({k: (v, _digest(k, v)) for k, v in merged.items()})):
-                self._dirty = False
 
 
 def _digest(key: bytes, code: bytes) -> bytes:
