@@ -232,6 +232,5 @@ class CompiledTests(_DiskCache):
         return blob
 
 
-
 def _digest(key: bytes, code: bytes) -> bytes:
     return hashlib.sha256(key + b"\0" + code).digest()
