@@ -111,6 +111,7 @@ def roles(jobs: list, batches: int, Sandbox, SandboxConfig) -> None:
     import os
 
     sys.path.insert(0, str(REPO / "benchmarks"))
+    from _bare_loop import fork_and_wait
     from sandbox_throughput import flat_program
 
     tick = os.sysconf("SC_CLK_TCK")
@@ -150,17 +151,7 @@ def roles(jobs: list, batches: int, Sandbox, SandboxConfig) -> None:
     print(f"  {'total':14s} {total:.2f} ms CPU per job")
     programs = [flat_program(p) for _, p in jobs]
     kids0, mine0 = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
-    ok = 0
-    for _ in range(batches):
-        for program in programs:
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    exec(compile(program, "program", "exec"), {"__name__": "solution"})
-                except BaseException:  # noqa: BLE001
-                    os._exit(1)
-                os._exit(0)
-            ok += os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    ok = sum(fork_and_wait(programs) for _ in range(batches))
     kids1, mine1 = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
     bare = [("children", kids1.ru_utime - kids0.ru_utime, kids1.ru_stime - kids0.ru_stime, kids1.ru_minflt - kids0.ru_minflt),
             ("fork and wait", mine1.ru_utime - mine0.ru_utime, mine1.ru_stime - mine0.ru_stime, mine1.ru_minflt - mine0.ru_minflt)]
