@@ -65,6 +65,19 @@ READ_GO = [_READ_NR, b"0x%x" % GO_FD] if _READ_NR is not None else None
 # imports nothing while it forks, so there is nothing for those hooks to repair.
 
 
+def _over_limit(used: float, cpu_limit: float, wall: float, wall_limit: float, out_fd: int, limits: dict,
+                meter) -> str | None:
+    """Why a running case must be killed now (``timeout``, ``output``, ``memory``), or None: the one check
+    of a fresh case's watcher and of the shared runner's."""
+    if used > cpu_limit or wall > wall_limit:
+        return "timeout"
+    if os.fstat(out_fd).st_size >= limits["output"]:
+        return "output"
+    if meter.oom():
+        return "memory"
+    return None
+
+
 class Template:
     """The leader's handle on one case template."""
 
@@ -182,14 +195,7 @@ class Template:
             now = time.monotonic()
             used = 0.0 if first else meter.cpu() - c0  # nothing to check before the first wait
             if reason is None:
-                if first:
-                    pass
-                elif used > cpu_limit or now - t0 > wall_limit:
-                    reason = "timeout"
-                elif os.fstat(out_fd).st_size >= limits["output"]:
-                    reason = "output"
-                elif meter.oom():
-                    reason = "memory"
+                reason = None if first else _over_limit(used, cpu_limit, now - t0, wall_limit, out_fd, limits, meter)
                 if reason:
                     self._kill_case()
                     killed_at = now
@@ -288,14 +294,7 @@ class Template:
             now = time.monotonic()
             used = 0.0 if first else meter.cpu() - c0
             if reason is None:
-                if first:
-                    pass
-                elif used > cpu_limit or now - t0 > wall_limit:
-                    reason = "timeout"
-                elif os.fstat(out_fd).st_size >= limits["output"]:
-                    reason = "output"
-                elif meter.oom():
-                    reason = "memory"
+                reason = None if first else _over_limit(used, cpu_limit, now - t0, wall_limit, out_fd, limits, meter)
                 if reason:
                     self._kill_runner()
                     killed_at = now
