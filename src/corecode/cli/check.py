@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-reference-timing", action="store_true",
                         help="do not derive time limits from each problem's reference solution")
     parser.add_argument("--no-reference-cache", action="store_true",
-                        help="re-time every reference solution instead of reusing the times kept in "
-                             "$CORECODE_CACHE/sandbox (default ~/.cache/corecode/sandbox)")
+                        help="re-time every reference solution and recompile every test instead of reusing "
+                             "the times and compiled tests kept in $CORECODE_CACHE/sandbox (default "
+                             "~/.cache/corecode/sandbox)")
     measure = parser.add_mutually_exclusive_group()
     measure.add_argument("--measure", action="store_true",
                          help="also run the measurement pass: whole-program CPU time and peak memory of the passing "
