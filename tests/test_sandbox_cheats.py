@@ -473,3 +473,36 @@ def test_a_program_cannot_copy_an_earlier_job_from_memory():
         assert sandbox.run(honest + "# another sample\n", problem).passed
         assert sandbox.run(cheat + "# again\n", problem).n_passed == 0
         assert_clean(sandbox)
+
+
+@pytest.mark.parametrize("one_fork", [True, False])
+def test_a_judge_killed_after_it_took_the_secret_fails_that_job_only(one_fork):
+    # The judge marks the secret part it took off the harness's pipe in the phase memfd (no message, no
+    # wake-up); the supervisor reads the mark only when the judge is gone. Read wrong, the supervisor would
+    # skip a second frame of the pipe (the next job's) or leave the secret in it, and every later job on
+    # the worker would be judged against the wrong part or hang.
+    import signal
+    import threading
+
+    from test_sandbox_helpers import judge_of
+
+    if os.getuid() != 0:
+        pytest.skip("needs root to find and signal the judge")
+    slow = "import time\ndef add(a, b):\n    time.sleep(0.8)\n    return a + b\n"
+    config = SandboxConfig(workers=1, time_limit_s=2.0, reference_timing=False, one_fork_jobs=one_fork,
+                           job_timeout_margin_s=5.0)
+    with Sandbox(config) as sandbox:
+        assert sandbox.run(GOOD_ADD, ADD).passed
+        judge = judge_of(sandbox, sandbox.worker_pids[0])
+        assert judge
+        timer = threading.Timer(0.4, os.kill, (judge, signal.SIGKILL))
+        timer.start()
+        result = sandbox.run(slow, ADD)
+        timer.join()
+        assert result.tests[0].status is Status.RUNTIME_ERROR, result.tests[0]
+        assert "judge process failed" in result.tests[0].detail
+        wrong = slow.replace("a + b", "a - b")
+        later = sandbox.run_batch([(GOOD_ADD + f"# copy {i}\n", ADD) for i in range(3)] + [(wrong, ADD)])
+        assert [r.status for r in later] == [Status.PASSED] * 3 + [Status.WRONG_ANSWER]
+        assert [w.restarts for w in sandbox._workers] == [0]  # the worker kept its protocol in step
+        assert_clean(sandbox)

@@ -698,6 +698,12 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     reply_failure(judge, state, t0, public["n_tests"], judge["ctl_out"])
 
 
+def _secret_taken(jp: JudgeProcess) -> bool:
+    """Whether the judge took this job's secret part off the harness's pipe (``_judge.SECRET_AT``)."""
+    rec = os.pread(jp.phase_fd, _judge.SECRET.size, _judge.SECRET_AT)
+    return len(rec) == _judge.SECRET.size and _judge.SECRET.unpack(rec)[0] == jp.seq
+
+
 def reply_failure(judge: dict, state: dict, t0: float, n_tests: int, out: int) -> None:
     """The answer for a job whose judge did not reply: every test failed, with why."""
     if state["killed"]:
@@ -774,8 +780,9 @@ def _judge_gone(jp: JudgeProcess, meter: Meter, kill: bool) -> int | None:
 
 
 def _send_job(jp: JudgeProcess, message: bytes, fds: list[int], tag: str = "job") -> None:
-    """A job for the judge: ``("job", message)`` with the program's descriptors, or ``("jobfd", b"")`` whose
-    first descriptor is a sealed memfd holding the message (``_direct``: the worker never reads it)."""
+    """A job for the judge: ``("job", message)`` (the leader's pickled message) with the program's
+    descriptors, or ``("direct", (seq, t0, c0))`` for a leader that became its program (``_direct``): the
+    job's number, and when and at which job CPU the leader began, from its header."""
     body = marshal.dumps((tag, message))
     frame = struct.pack("<I", len(body)) + body
     # The descriptors travel with the frame's first bytes; the whole frame in one call where it fits (one
@@ -926,8 +933,6 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                         tag = item[0]
                         if tag == "end":
                             phase_limit = None
-                        elif tag == "secret":
-                            state["secret"] = True
                         elif tag == "replied":
                             state["replied"] = True
                             return state
@@ -944,6 +949,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     state["judge_exit"] = _judge_gone(jp, meter, kill=False)
                     return state
     finally:
+        state["secret"] = state["replied"] or _secret_taken(jp)
         if judge_stat >= 0:
             os.close(judge_stat)
         if pfd >= 0:

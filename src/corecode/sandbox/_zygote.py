@@ -164,7 +164,7 @@ class Worker:
         jp = self.judge
         while True:
             msg, fds, _, _ = socket.recv_fds(sock, 16, 8)
-            if len(msg) != 16 or len(fds) != 7:
+            if len(msg) != 16 or len(fds) != 6:
                 exit_now(0)  # the worker is gone (or broke the protocol)
             seq, judge_pid = struct.unpack("<qq", msg)
             if jp.sock is not None:

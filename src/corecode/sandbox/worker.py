@@ -247,7 +247,10 @@ class Worker:
         """Run one job; raise WorkerDied (after restarting) if the worker itself failed."""
         try:
             self._send(pickle.dumps(public))
-            self._send(pickle.dumps(secret))
+            # the judge's own view of the job (test groups, limits), for a leader that becomes its program
+            # and so writes the judge no message (sandbox/_direct.py); never the program text
+            view = {k: v for k, v in public.items() if k not in ("program", "setup")}
+            self._send(pickle.dumps({**secret, "public": view}))
             reply = json.loads(self._recv(timeout_s))
         except (WorkerDied, OSError, ValueError) as exc:
             why = f"{exc}; worker stderr: {self._stderr()}"
