@@ -232,3 +232,47 @@ def test_one_fork_without_root_killing_the_zygote_costs_only_the_killers_job(tmp
         pytest.skip("user namespaces are not available to unprivileged users here")
     assert "got 2" in out["ppid"], out  # the program's parent is the zygote (pid 2)
     assert not out["killed"] and all(out["honest"]), out
+
+
+UNPRIVILEGED_JUDGE_KILL = """
+import json, sys
+sys.path.insert(0, SRC)
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import AssertTest
+KILL_ALL = ("import os, signal\\nme, pp = os.getpid(), os.getppid()\\nfor p in range(2, 200):\\n"
+            "    if p not in (me, pp):\\n        try: os.kill(p, signal.SIGKILL)\\n        except OSError: pass\\n"
+            "def f(x):\\n    return 2 * x\\n")
+TESTS = [AssertTest("assert f(21) == 42")]
+config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, python=sys.executable,
+                       one_fork_jobs=ONE_FORK)
+with Sandbox(config) as sb:
+    out = {"user_namespace": sb.isolation.get("user_namespace", False), "killer": [], "honest": []}
+    for i in range(3):
+        out["honest"].append(sb.execute(f"def f(x):\\n    return 2 * x\\n# {i}\\n", TESTS).passed)
+        killer = sb.execute(KILL_ALL + f"# {i}\\n", TESTS)
+        out["killer"].append([killer.passed, killer.tests[0].detail])
+        out["honest"].append(sb.execute(f"def f(x):\\n    return x + x\\n# {i}\\n", TESTS).passed)
+        out["honest"].append(not sb.execute(f"def f(x):\\n    return x\\n# {i}\\n", TESTS).passed)
+    out["restarts"] = [w.restarts for w in sb._workers]
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("one_fork", [True, False])
+def test_without_root_a_program_that_kills_its_judge_fails_only_its_own_job(tmp_path, one_fork):
+    """Without root a program shares its uid with the judge and may SIGKILL it at import, before the judge
+    took the job's secret. The supervisor then ends the program and hands the job to a new judge; the
+    program's death must be recorded there, or the retry opened a pidfd for a reaped pid and the worker
+    (one_fork: its leader) died with ProcessLookupError, restarting once per attack."""
+    from pathlib import Path
+
+    from test_sandbox_unprivileged import run_unprivileged
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    script = f"SRC = {str(src)!r}\nONE_FORK = {one_fork!r}\n" + UNPRIVILEGED_JUDGE_KILL
+    out = run_unprivileged(tmp_path, script, timeout=180)
+    if not out["user_namespace"]:
+        pytest.skip("user namespaces are not available to unprivileged users here")
+    assert all(out["honest"]), out
+    assert not any(passed for passed, _ in out["killer"]), out
+    assert out["restarts"] == [0], out  # the worker kept going: no crash, no restart

@@ -954,6 +954,8 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
             os.close(judge_stat)
         if pfd >= 0:
             os.close(pfd)
-            if p_alive:
+            if p_alive:  # the judge is gone or the job is over: the program ends with it, and its death is
+                # recorded, so a retry (a new judge for a judge that died before the secret) sees it dead
                 os.kill(program["pid"], signal.SIGKILL)
-                program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)
+                status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
+                program["death"] = vd.death(p_reason or "judge", os.waitstatus_to_exitcode(status))

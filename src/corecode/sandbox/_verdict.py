@@ -48,6 +48,8 @@ def death(killed: str | None, code: int, corrupt: bool = False, oom: bool = Fals
         return "output_limit", "output limit exceeded"
     if killed == "memory" or oom:
         return "memory_exceeded", "memory limit exceeded (the job's processes together)"
+    if killed == "judge":
+        return "runtime_error", "the judge ended before the program's tests did (killed from inside the job?)"
     if killed == "corrupt" or corrupt:
         return "runtime_error", "the program wrote to the harness's result channel"
     if type(code) is not int:
