@@ -183,15 +183,15 @@ def test_batch_keeps_order_and_async(sb):
 
 
 def _count_runs(monkeypatch, sandbox) -> list[tuple[str, str]]:
-    """Every job the sandbox really runs (run_batch and arun_batch go through Sandbox.run)."""
+    """Every job the sandbox really runs (run, run_batch and arun_batch build each job with _prepare)."""
     ran: list[tuple[str, str]] = []
-    real_run = sandbox.run
+    real_prepare = sandbox._prepare
 
     def counting(program, problem, tests="all"):
         ran.append((program, problem.id))
-        return real_run(program, problem, tests)
+        return real_prepare(program, problem, tests)
 
-    monkeypatch.setattr(sandbox, "run", counting)
+    monkeypatch.setattr(sandbox, "_prepare", counting)
     return ran
 
 

@@ -9,14 +9,14 @@ import secrets
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from typing import Union
 
 from corecode.errors import ConfigError, SandboxError
 from corecode.sandbox.config import SandboxConfig
 from corecode.sandbox.jobs import Job, build_job
 from corecode.sandbox.refcache import CompiledTests, ReferenceCache
-from corecode.sandbox.worker import Worker, WorkerDied, remove_stale_cgroups
+from corecode.sandbox.worker import Worker, WorkerDied, job_frames, remove_stale_cgroups
 from corecode.types import AssertTest, Checker, ExecutionResult, Problem, Status, TestCase, TestResult
 
 log = logging.getLogger(__name__)
@@ -148,6 +148,9 @@ class Sandbox:
     # -- running -----------------------------------------------------------------------------------
     def run(self, program: str, problem: Problem, tests: TestsArg = "all") -> ExecutionResult:
         """Run ``program`` against ``problem``'s tests ("all", "public" or an explicit sequence)."""
+        return self._execute(self._prepare(program, problem, tests))
+
+    def _prepare(self, program: str, problem: Problem, tests: TestsArg) -> Job:
         cases = _select(problem, tests)
         limits = self._time_limits(problem, tests, cases)
         job = build_job(program, cases, setup_code=problem.test_setup_code, time_limits=limits,
@@ -155,7 +158,7 @@ class Sandbox:
                         files=(problem.input_file, problem.output_file), memory_limit_mb=problem.memory_limit_mb,
                         trusted_code=problem.starter_code or "", entry_point=problem.entry_point,
                         measure_items=False, compiled=self.compiled_tests())
-        return self._execute(job)
+        return job
 
     def execute(self, program: str, tests: Sequence[TestCase], *, setup_code: str = "",
                 time_limit_s: float | None = None, checker: Checker | None = None) -> ExecutionResult:
@@ -179,20 +182,96 @@ class Sandbox:
         assert self._executor is not None
         jobs = list(jobs)
         copies = _unique_jobs(jobs, self.config.dedupe_jobs)
-        futures = {self._executor.submit(self.run, jobs[first][0], jobs[first][1], tests): first for first in copies}
+        todo = iter(list(copies))
+        todo_lock, stop = threading.Lock(), threading.Event()
+        finished: queue.SimpleQueue = queue.SimpleQueue()
+
+        def take() -> tuple[int, Job] | None:
+            with todo_lock:
+                first = None if stop.is_set() else next(todo, None)
+            return None if first is None else (first, self._prepare(jobs[first][0], jobs[first][1], tests))
+
+        def serve() -> None:
+            try:
+                worker = self._idle.get()
+                try:
+                    self._pipeline(worker, take, finished.put)
+                finally:
+                    self._idle.put(worker)
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+                finished.put((None, exc))
+            finally:
+                finished.put(None)
+
+        loops = [self._executor.submit(serve) for _ in range(min(len(self._workers), len(copies)))]
+        running = len(loops)
         results: list[ExecutionResult | None] = [None] * len(jobs)
         try:
-            for future in as_completed(futures):
-                result = future.result()
-                for index in copies[futures[future]]:
+            while running:
+                item = finished.get()
+                if item is None:
+                    running -= 1
+                    continue
+                first, result = item
+                if first is None:
+                    raise result
+                for index in copies[first]:
                     results[index] = result  # frozen: every copy may share the one result object
                     if on_result is not None:
                         on_result(index, result)
         except BaseException:
-            for future in futures:
-                future.cancel()
+            stop.set()  # each loop finishes the jobs its worker has and returns it to the pool
             raise
         return results  # type: ignore[return-value]
+
+    def _pipeline(self, worker: Worker, take: Callable[[], tuple[int, Job] | None],
+                  put: Callable[[tuple[int, ExecutionResult]], None]) -> None:
+        """Jobs from ``take`` on ``worker`` until none is left, each result to ``put`` as it comes. One job
+        waits in the worker's pipe while it runs the one before (when both fit in half the pipe, so that
+        no write can block), so that the worker starts the next as soon as it has replied, without waiting
+        for this thread to be scheduled. The worker reads one job only after the last one's reply: a job
+        that brings it down is the one whose reply is missing, and the job behind it is sent again."""
+        ahead_cap = worker.ahead_bytes()
+        sent: list[tuple[int, Job, int]] = []  # in the worker's pipe or running, oldest first
+        ready: tuple[int, Job, bytes] | None = None  # taken, not sent yet
+        try:
+            while True:
+                if ready is None and len(sent) < 2:
+                    got = take()
+                    if got is not None:
+                        ready = (got[0], got[1], job_frames(_wire(got[1].public), got[1].secret))
+                if ready is not None and (not sent or (len(sent) == 1 and sent[0][2] + len(ready[2]) <= ahead_cap)):
+                    try:
+                        worker.send_frames(ready[2])
+                    except OSError as exc:  # the worker is gone
+                        if not sent:
+                            first, job, _ = ready
+                            ready = None
+                            worker.restart()
+                            put((first, self._result_on(worker, job, WorkerDied(str(exc)))))
+                            continue
+                        # else the job before brought it down: its reply, read below, says so; this one
+                        # stays ready and goes to the restarted worker
+                    else:
+                        sent.append((ready[0], ready[1], len(ready[2])))
+                        ready = None
+                        if len(sent) < 2:
+                            continue  # one more, to wait in the pipe
+                if not sent:
+                    return  # nothing taken, nothing running
+                first, job, _ = sent.pop(0)
+                try:
+                    reply = worker.read_reply(job.timeout_s)
+                except WorkerDied as exc:  # restarted: the job behind this one was lost with the old pipe
+                    if sent:
+                        lost_first, lost_job, _ = sent.pop()
+                        ready = (lost_first, lost_job, job_frames(_wire(lost_job.public), lost_job.secret))
+                    put((first, self._result_on(worker, job, exc)))
+                    continue
+                put((first, _to_result(reply, job.n_tests)))
+        finally:
+            if sent:  # left early (an error of ours): the worker's protocol state is unknown
+                worker.restart()
 
     async def arun(self, program: str, problem: Problem, tests: TestsArg = "all") -> ExecutionResult:
         import asyncio  # here, not at the top: ~15 ms of every command's start that never awaits
@@ -232,16 +311,24 @@ class Sandbox:
         worker = self._idle.get()
         try:
             try:
-                reply = worker.execute(_wire(job.public), job.secret, job.timeout_s)
+                return worker.execute(_wire(job.public), job.secret, job.timeout_s)
             except WorkerDied as first:
-                log.warning("sandbox worker %d died on a job (restarted, retrying once): %s", worker.index, first)
-                try:  # the worker was restarted; one more try tells a flaky worker from a killer job
-                    reply = worker.execute(_wire(job.public), job.secret, job.timeout_s)
-                except WorkerDied as exc:
-                    return self._killer_job(worker, job, exc)
+                return self._second_try(worker, job, first)
         finally:
             self._idle.put(worker)
-        return reply
+
+    def _second_try(self, worker: Worker, job: Job, first: WorkerDied) -> dict | ExecutionResult:
+        """``job`` once more on ``worker`` (restarted after the job's first try brought it down): one more
+        try tells a flaky worker from a killer job."""
+        log.warning("sandbox worker %d died on a job (restarted, retrying once): %s", worker.index, first)
+        try:
+            return worker.execute(_wire(job.public), job.secret, job.timeout_s)
+        except WorkerDied as exc:
+            return self._killer_job(worker, job, exc)
+
+    def _result_on(self, worker: Worker, job: Job, first: WorkerDied) -> ExecutionResult:
+        reply = self._second_try(worker, job, first)
+        return reply if isinstance(reply, ExecutionResult) else _to_result(reply, job.n_tests)
 
     def _execute_reference(self, job: Job) -> ExecutionResult:
         """A reference solution's job, on the reference worker (never on one that serves programs)."""

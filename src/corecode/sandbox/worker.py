@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib.util
 import json
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NoReturn
 
 from corecode.errors import SandboxError
 from corecode.sandbox.config import SandboxConfig
@@ -246,25 +248,44 @@ class Worker:
     def execute(self, public: dict, secret: dict, timeout_s: float) -> dict:
         """Run one job; raise WorkerDied (after restarting) if the worker itself failed."""
         try:
-            self._send(pickle.dumps(public))
-            # the judge's own view of the job (test groups, limits), for a leader that becomes its program
-            # and so writes the judge no message (sandbox/_direct.py); never the program text
-            view = {k: v for k, v in public.items() if k not in ("program", "setup")}
-            self._send(pickle.dumps({**secret, "public": view}))
+            self.send_frames(job_frames(public, secret))
+        except OSError as exc:
+            self._failed(exc)
+        return self.read_reply(timeout_s)
+
+    def send_frames(self, frames: bytes) -> None:
+        """Write a job (``job_frames``) to the worker; OSError if it is gone (nothing restarted here)."""
+        view = memoryview(frames)
+        while view:
+            view = view[os.write(self.to_worker, view) :]
+
+    def ahead_bytes(self) -> int:
+        """How many bytes of jobs may wait in the pipe to the worker without a write ever blocking: half
+        its capacity (a job sent ahead must never wait for the worker, which may itself be waiting for us
+        to read a large reply)."""
+        try:
+            return fcntl.fcntl(self.to_worker, fcntl.F_GETPIPE_SZ) // 2
+        except OSError:
+            return 0
+
+    def read_reply(self, timeout_s: float) -> dict:
+        """The reply to the oldest job sent; raise WorkerDied (after restarting) if the worker failed."""
+        try:
             reply = json.loads(self._recv(timeout_s))
         except (WorkerDied, OSError, ValueError) as exc:
-            why = f"{exc}; worker stderr: {self._stderr()}"
-            self.restart()
-            raise WorkerDied(why) from None
+            self._failed(exc)
         if "error" in reply:
             self.restart()  # its protocol state is unknown after an internal error
             raise WorkerDied(reply["error"])
         return reply
 
+    def _failed(self, exc: BaseException) -> NoReturn:
+        why = f"{exc}; worker stderr: {self._stderr()}"
+        self.restart()
+        raise WorkerDied(why) from None
+
     def _send(self, body: bytes) -> None:
-        view = memoryview(struct.pack("<I", len(body)) + body)
-        while view:
-            view = view[os.write(self.to_worker, view) :]
+        self.send_frames(struct.pack("<I", len(body)) + body)
 
     def _recv(self, timeout_s: float) -> bytes:
         head = self._read_exact(4, timeout_s)
@@ -292,3 +313,13 @@ class Worker:
             return (os.read(fd, 1 << 16) or b"").decode("utf-8", "replace")[-1500:]
         except (BlockingIOError, OSError):
             return ""
+
+
+def job_frames(public: dict, secret: dict) -> bytes:
+    """A job as the worker reads it: the public part (the leader's), then the secret part (the judge's),
+    each a length-prefixed pickle, in one buffer (one write)."""
+    # the judge's own view of the job (test groups, limits), for a leader that becomes its program and so
+    # writes the judge no message (sandbox/_direct.py); never the program text
+    view = {k: v for k, v in public.items() if k not in ("program", "setup")}
+    first, second = pickle.dumps(public), pickle.dumps({**secret, "public": view})
+    return struct.pack("<I", len(first)) + first + struct.pack("<I", len(second)) + second
