@@ -165,3 +165,71 @@ def test_without_root_a_batch_job_that_kills_its_zygote_fails_alone(tmp_path):
     assert out["passed"] == [True, False, True, False, True], out
     assert "down (twice)" in out["killer"], out
     assert out["restarts"] == [2], out
+
+
+UNPRIVILEGED_JUDGE_WINDOW = """
+import json, sys, time
+sys.path.insert(0, SRC)
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import AssertTest, Problem
+ATTACK = '''
+import os, signal, time, random
+try:
+    os.sched_setaffinity(0, {1})  # off the CPU of the worker and the judge: the judge runs while we wait
+except OSError:
+    pass
+judge = None
+for p in range(2, 8):  # without root the judge shares our uid: it can be signalled, though /proc hides it
+    if p not in (os.getpid(), os.getppid()):  # pid 1 is the worker, our parent the zygote or job leader
+        try:
+            os.kill(p, 0)
+            judge = p
+            break
+        except OSError:
+            pass
+t, d = time.perf_counter(), random.random() * 20e-6
+while time.perf_counter() - t < d:
+    pass
+if judge:
+    os.kill(judge, signal.SIGKILL)
+def f(x):
+    return x * 2
+'''
+def prob(i, x, y):
+    return Problem(id=f"p{i}", source="t", statement="", tests=(AssertTest(f"assert f({x}) == {y}"),))
+config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, python=sys.executable,
+                       job_timeout_margin_s=2.0, one_fork_jobs=ONE_FORK)
+with Sandbox(config) as sb:
+    jobs, honest = [], []
+    for i in range(40):
+        jobs.append((ATTACK + f"# {i}\\n", prob(1000 + i, 2, 4)))
+        right = i % 3 != 0
+        jobs.append(("def f(x):\\n    return x * 2\\n" if right else "def f(x):\\n    return x + 2\\n", prob(i, i, 2 * i)))
+        honest.append(right)
+    start = time.monotonic()
+    results = sb.run_batch(jobs)
+    print(json.dumps({"user_namespace": sb.isolation.get("user_namespace", False),
+                      "seconds": time.monotonic() - start, "restarts": [w.restarts for w in sb._workers],
+                      "attackers_passed": sum(r.passed for r in results[0::2]),
+                      "honest_right": [r.passed == want for r, want in zip(results[1::2], honest)]}))
+"""
+
+
+@pytest.mark.parametrize("one_fork", [True, False])
+def test_without_root_killing_the_judge_as_it_reads_the_secret_desyncs_nothing(tmp_path, one_fork):
+    """Red team (sixth session): without root a program can SIGKILL its judge (same uid) at a chosen moment
+    (it moves itself to the other CPU, so the judge runs while it spins). When the judge read the job's
+    secret off the harness's pipe itself, a kill between that read and its mark made the next judge read
+    the next job's frames as this job's secret: the worker crashed or hung until the job's deadline (7
+    restarts and 53 s for 40 attackers; a second kill could have judged the attacker against the next
+    job's tests). Now the secret is moved off the pipe before any judge sees it (``_run.take_secret``)."""
+    from test_sandbox_unprivileged import run_unprivileged
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    script = f"SRC = {str(src)!r}\nONE_FORK = {one_fork!r}\n" + UNPRIVILEGED_JUDGE_WINDOW
+    out = run_unprivileged(tmp_path, script, timeout=300)
+    if not out["user_namespace"]:
+        pytest.skip("user namespaces are not available to unprivileged users here")
+    assert all(out["honest_right"]), out
+    assert out["restarts"] == [0], out
+    assert out["attackers_passed"] < 40, out  # most attackers kill their judge: their own job fails

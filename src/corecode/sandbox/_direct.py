@@ -144,13 +144,14 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
     ctx = worker.job_context(worker.jobdir, limits)
     budget = 5.0 + limits["load_cpu"] + 2 * sum(limits["cpu"])
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
+    secret = _run.take_secret(worker.ctl_in)  # the judge reads it from a memfd: the pipe is past the job now
     try:
         for _ in range(3):  # a judge that died before it read the secret is replaced, the job handed over again
             _run._ensure_judge(judge_ctx, judge)
             try:
                 # numbers only: the judge's view of the job comes with the secret part, from the harness
                 _run._send_job(jp, (jp.seq, float(header["t0"]), float(header["c0"])),
-                               [hand.req_w, hand.rep_r, hand.out, hand.err], tag="direct")
+                               [secret, hand.req_w, hand.rep_r, hand.out, hand.err], tag="direct")
             except OSError:
                 _run._judge_gone(jp, meter, kill=True)
                 continue
@@ -161,6 +162,7 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
             if state["secret"] or state["replied"] or state["killed"]:
                 break
     finally:
+        os.close(secret)
         if "death" not in program:  # _supervise reaps it when it dies; otherwise it is still ours to end
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -178,30 +180,6 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
             while offset < size:  # kernel to kernel: the verdicts (with expected values) never enter us
                 offset += os.sendfile(ctl_out, reply_fd, offset, size - offset)
         else:
-            if not state["secret"]:
-                discard_message(worker.ctl_in)  # keep the protocol in step without reading the secret
             _run.reply_failure(judge, state, header["t0"], len(header["tests"]), ctl_out)
     finally:
         os.ftruncate(reply_fd, 0)
-
-
-def discard_message(fd: int) -> None:
-    """Skip one framed message on the harness's pipe without it entering this process: its length is
-    read, its body spliced into /dev/null (the worker must never hold a job's secret part)."""
-    head = b""
-    while len(head) < 4:
-        chunk = os.read(fd, 4 - len(head))
-        if not chunk:
-            return
-        head += chunk
-    left = int.from_bytes(head, "little")
-    sink = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        while left:
-            moved = os.splice(fd, sink, left)
-            if not moved:
-                return
-            left -= moved
-    finally:
-        os.close(sink)
-

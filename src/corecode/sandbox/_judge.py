@@ -53,9 +53,10 @@ class Unusable(Exception):
 
 
 PHASE = struct.Struct("<qqdd")  # job number, test index (of the function group), job CPU and time at its start
-# After the phase record: the number of the last job whose secret part the judge took off the harness's pipe.
-# The supervisor reads it only when the judge is gone without a reply (was the secret read, or must it be
-# skipped to keep the pipe in step?), so taking the secret wakes nobody (a message did, ~0.1 ms per job).
+# After the phase record: the number of the last job whose secret part the judge read (from the memfd the
+# worker or leader moved it into, _run.take_secret), before it calls into the program. The supervisor reads
+# it only when the judge is gone without a reply (may another judge take the job over?), so reading the
+# secret wakes nobody (a message did, ~0.1 ms per job).
 SECRET_AT, SECRET = PHASE.size, struct.Struct("<q")
 
 
@@ -516,8 +517,15 @@ def serve(sock, judge: dict, meter) -> None:
 
 def judge_one(job: dict, fds: list[int], events: Events, judge: dict, meter) -> None:
     """Read the job's secret, run its function tests, judge its stdio cases, write the reply."""
-    blob = judge["recv"](judge["ctl_in"])  # straight from the harness: the worker never reads it
-    os.pwrite(events.phase_fd, SECRET.pack(events.seq), SECRET_AT)  # off the pipe: the supervisor must not skip it
+    secret_fd, fds = fds[0], fds[1:]  # the harness's bytes, moved into a memfd unread (_run.take_secret)
+    blob, size = b"", os.fstat(secret_fd).st_size
+    while len(blob) < size:
+        chunk = os.pread(secret_fd, size - len(blob), len(blob))
+        if not chunk:
+            break
+        blob += chunk
+    # Read: from here on this judge may call into the program, so the job is not handed to another one
+    os.pwrite(events.phase_fd, SECRET.pack(events.seq), SECRET_AT)
     secret = pickle.loads(blob)
     del blob
     public = job.get("public") or secret["public"]  # the leader's copy, or (``_direct``) the harness's

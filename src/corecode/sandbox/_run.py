@@ -661,7 +661,8 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     jp.seq += 1
     message = pickle.dumps({"public": public, "stdio": stdio, "syntax_error": syntax_error, "t0": t0,
                             "seq": jp.seq, "program": program is not None, "load_c0": load_c0}, protocol=5)
-    fds = [program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]] if program else []
+    secret = take_secret(judge["ctl_in"])
+    fds = [secret] + ([program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]] if program else [])
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
     try:
         for _ in range(3):
@@ -678,6 +679,7 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
             if state["secret"] or state["replied"] or state["killed"]:
                 break
     finally:
+        os.close(secret)
         if program:
             for fd in (program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]):
                 if fd >= 0:
@@ -693,13 +695,38 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
             return
     finally:
         os.ftruncate(reply_fd, 0)
-    if not state["secret"]:
-        judge["recv"](judge["ctl_in"])  # keep the protocol in step
     reply_failure(judge, state, t0, public["n_tests"], judge["ctl_out"])
 
 
+def take_secret(fd: int) -> int:
+    """The job's secret part moved off the harness's pipe ``fd`` into a memfd of its own, kernel to kernel
+    (``splice``: its bytes never enter this process), for the judge. Whatever then happens to the judge, the
+    pipe is already past the job, and a judge that replaces a dead one reads the same part again: a program
+    that kills its judge cannot leave the next job's frames to be read as this job's secret (red team,
+    sixth session: without root, a kill between the judge's read and its mark did)."""
+    head = b""
+    while len(head) < 4:
+        chunk = os.read(fd, 4 - len(head))
+        if not chunk:
+            raise EOFError("the harness's pipe closed before the job's secret part")
+        head += chunk
+    left = int.from_bytes(head, "little")
+    secret = _memfd("secret")
+    try:
+        while left:
+            moved = os.splice(fd, secret, left)
+            if not moved:
+                raise EOFError("the harness's pipe closed inside the job's secret part")
+            left -= moved
+    except BaseException:
+        os.close(secret)
+        raise
+    return secret
+
+
 def _secret_taken(jp: JudgeProcess) -> bool:
-    """Whether the judge took this job's secret part off the harness's pipe (``_judge.SECRET_AT``)."""
+    """Whether the judge read this job's secret part (``_judge.SECRET_AT``): from then on it may have called
+    into the program, so the job is not handed to another judge."""
     rec = os.pread(jp.phase_fd, _judge.SECRET.size, _judge.SECRET_AT)
     return len(rec) == _judge.SECRET.size and _judge.SECRET.unpack(rec)[0] == jp.seq
 
@@ -743,7 +770,7 @@ def _ensure_judge(ctx: dict, judge: dict) -> None:
     if pid == 0:
         try:
             parent.close()
-            keep = {judge["ctl_in"], judge["reply_fd"], child.fileno(), jp.phase_fd}
+            keep = {judge["reply_fd"], child.fileno(), jp.phase_fd}  # not the harness's pipe: see take_secret
             keep |= {fd for name, fd in meter.fds.items() if name in ("cpu", "procs", "usage", "max_usage", "oom")}
             _become_judge(ctx, keep)
             meter.exclude.add(int(os.readlink("/proc/self")))

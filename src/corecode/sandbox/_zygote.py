@@ -366,7 +366,7 @@ class Worker:
     def serve_one(self, public: dict) -> None:
         """Run all children of a job; its judge process reads the secret part and replies to the harness."""
         self.jobdir = os.path.join(self.scratch, "job")
-        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
+        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "send": send,
                  "reply_fd": self.reply_fd, "process": self.judge}
         try:
             self._fresh_jobdir()
@@ -389,7 +389,7 @@ class Worker:
         select.select([self.ctl_in], [], [])  # a job (or EOF) is there: wait without reading any of it
         self._reap_nowait()  # a judge that died since, orphans of the last leader
         self._reset_pids()
-        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "recv": recv, "send": send,
+        judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "send": send,
                  "reply_fd": self.reply_fd, "process": self.judge}
         # The judge is forked from the clean worker (never from a leader), so it outlives jobs.
         judge_ctx = {"limits": {"memory": self.setup.get("judge_memory", 1 << 30)},
