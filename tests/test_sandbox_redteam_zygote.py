@@ -40,6 +40,7 @@ import pytest
 
 from corecode.sandbox import Sandbox, SandboxConfig
 from corecode.types import AssertTest, Status
+from test_sandbox_helpers import ADD, GOOD_ADD
 
 
 def _sandbox(one_fork: bool, **kw) -> Sandbox:
@@ -276,3 +277,77 @@ def test_without_root_a_program_that_kills_its_judge_fails_only_its_own_job(tmp_
     assert all(out["honest"]), out
     assert not any(passed for passed, _ in out["killer"]), out
     assert out["restarts"] == [0], out  # the worker kept going: no crash, no restart
+
+
+UNPRIVILEGED_POISON = """
+import json, sys
+sys.path.insert(0, SRC)
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import AssertTest, Problem
+# Aims at the worker (1), zygote or judge (2, 3), and what a program of the two-fork path sees
+POISON = '''
+import os, resource
+changed = []
+for p in range(1, 8):
+    if p == os.getpid():
+        continue
+    for name, call in (("prlimit", lambda: resource.prlimit(p, resource.RLIMIT_CPU, (3, 3))),
+                       ("nice", lambda: os.setpriority(os.PRIO_PROCESS, p, 19)),
+                       ("affinity", lambda: os.sched_setaffinity(p, {0}))):
+        try:
+            call()
+            changed.append(f"{name} {p}")
+        except OSError:
+            pass
+try:
+    os.setpriority(os.PRIO_USER, 0, 19)
+    changed.append("nice user")
+except OSError:
+    pass
+def f(x):
+    return changed
+'''
+P = Problem(id="p", source="t", statement="", tests=(AssertTest("assert f(21) == 42"),))
+config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, python=sys.executable,
+                       one_fork_jobs=ONE_FORK)
+with Sandbox(config) as sb:
+    poison = sb.run_batch([(POISON, P)])[0]
+    honest = sb.run_batch([("def f(x):\\n    return 2 * x\\n# %d\\n" % i, P) for i in range(20)])
+    print(json.dumps({"user_namespace": sb.isolation.get("user_namespace", False),
+                      "poison": poison.tests[0].detail, "honest": [r.passed for r in honest],
+                      "restarts": [w.restarts for w in sb._workers]}))
+"""
+
+
+@pytest.mark.parametrize("one_fork", [True, False])
+def test_without_root_a_program_cannot_change_the_limits_of_the_sandbox_processes(tmp_path, one_fork):
+    """Red team (sixth session): without root a program shares its uid with the worker, zygote and judge,
+    so prlimit, setpriority and sched_setaffinity on their pids succeeded. Lowering the worker's and
+    zygote's hard RLIMIT_CPU made every later job fail in its set-up (50 of 50 correct programs). The
+    program filter now refuses these calls unless they name the caller itself."""
+    from pathlib import Path
+
+    from test_sandbox_unprivileged import run_unprivileged
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\nONE_FORK = {one_fork!r}\n" + UNPRIVILEGED_POISON, timeout=180)
+    if not out["user_namespace"]:
+        pytest.skip("user namespaces are not available to unprivileged users here")
+    assert "got []" in out["poison"], out  # not one call on another process went through
+    assert all(out["honest"]) and out["restarts"] == [0], out
+
+
+def test_a_program_that_ends_at_once_does_not_restart_its_worker():
+    """Red team (sixth session): a one-fork program that raised at import could end, and be reaped by the
+    zygote, before the worker opened a pidfd on it; pidfd_open raised ProcessLookupError and the worker
+    died (5 restarts in 100 such programs). Now that is the program's death, read from the zygote."""
+    config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False)
+    with Sandbox(config) as sandbox:
+        jobs = []
+        for i in range(150):
+            jobs += [(f"raise ValueError('top {i}')\ndef add(a, b):\n    return a + b\n", ADD), (GOOD_ADD + f"# {i}\n", ADD)]
+        results = sandbox.run_batch(jobs)
+        assert all(r.passed for r in results[1::2])
+        assert all(r.status is Status.RUNTIME_ERROR and "ValueError" in r.tests[0].detail for r in results[0::2]), \
+            {r.tests[0].detail for r in results[0::2]}
+        assert [w.restarts for w in sandbox._workers] == [0]

@@ -264,12 +264,22 @@ def _install(program: tuple) -> bool:
 #   sandbox's watchers (job leader, measure) open pidfds of their children; they never run program code.
 # Red team: tests/test_redteam_rewards.py, tests/test_sandbox_redteam_fdpassing.py. No benchmark program
 # passes descriptors, counts perf events or needs a pidfd (asyncio's default child watcher uses threads).
-_PROGRAM_FILTER = {  # arch: (refused, clone, clone3, getsockopt, setsockopt)
+# * calls that change another process (EPERM unless aimed at the caller itself, pid 0): prlimit64,
+#   sched_setaffinity / setscheduler / setparam / setattr, migrate_pages, move_pages, setpriority and
+#   ioprio_set (unless PRIO_PROCESS / IOPRIO_WHO_PROCESS of pid 0); process_vm_readv / writev outright.
+#   Without root a program shares its uid with the worker, zygote and judge (red team, sixth session): it
+#   lowered the hard RLIMIT_CPU of the worker and zygote, every later job inherited it and failed in
+#   its set-up (50 of 50 correct programs after it), and it could do the same to the judge or move them
+#   to other CPUs. As root these calls already fail (another uid); the filter holds in both modes.
+_PROGRAM_FILTER = {  # arch: (refused, clone, clone3, getsockopt, setsockopt, self only by args[0],
+    #                         setpriority, ioprio_set)
     #        sendmsg, sendmmsg, perf_event_open, pidfd_open, ptrace (red team: a program that made its parent
-    #        its tracer with PTRACE_TRACEME stopped itself, and the one-fork zygote took the stop for its end)
-    "x86_64": ((46, 307, 298, 434, 101), 56, 435, 55, 54),
-    "aarch64": ((211, 269, 241, 434, 117), 220, 435, 209, 208),
+    #        its tracer with PTRACE_TRACEME stopped itself, and the one-fork zygote took the stop for its end),
+    #        process_vm_readv, process_vm_writev
+    "x86_64": ((46, 307, 298, 434, 101, 310, 311), 56, 435, 55, 54, (302, 203, 144, 142, 314, 256, 279), 141, 251),
+    "aarch64": ((211, 269, 241, 434, 117, 270, 271), 220, 435, 209, 208, (261, 122, 119, 118, 274, 238, 239), 140, 30),
 }
+PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
 PR_SET_NO_NEW_PRIVS = 38
 CLONE_PIDFD, CLONE_PARENT = 0x1000, 0x8000
 SOL_SOCKET, SO_PASSPIDFD, SO_PEERPIDFD = 1, 76, 77
@@ -281,14 +291,19 @@ def _program_filter() -> tuple | None:
     machine = platform.machine()
     if machine not in _PROGRAM_FILTER or machine not in _FILTERED:
         return None
-    refused, clone, clone3, getsockopt, setsockopt = _PROGRAM_FILTER[machine]
+    refused, clone, clone3, getsockopt, setsockopt, self_only, setpriority, ioprio_set = _PROGRAM_FILTER[machine]
     ld, jeq, jset, ret, allow, deny = _LD, _JEQ, _JSET, _RET, _ALLOW, _DENY
     code: list[tuple[int, object, object, int]] = [(ld, 0, 0, 4), (jeq, None, "deny", _FILTERED[machine][0]),
                                                   (ld, 0, 0, 0)]
     code += [(jeq, "deny", None, nr) for nr in refused]
     code += [(jeq, "nosys", None, clone3), (jeq, "clone", None, clone)]
     code += [(jeq, "sockopt", None, getsockopt), (jeq, "sockopt", None, setsockopt)]
+    code += [(jeq, "self", None, nr) for nr in self_only]
+    code += [(jeq, "setpriority", None, setpriority), (jeq, "ioprio", None, ioprio_set)]
     code += [(ret, 0, 0, allow)]
+    # args[i] is at 16 + 8 i (low word; the high word 4 further on): pid 0 (the caller) in both words
+    labels_self = [(ld, 0, 0, 16), (jeq, None, "deny", 0), (ld, 0, 0, 20), (jeq, None, "deny", 0), (ret, 0, 0, allow)]
+    who_self = [(ld, 0, 0, 24), (jeq, None, "deny", 0), (ld, 0, 0, 28), (jeq, None, "deny", 0), (ret, 0, 0, allow)]
     labels = {"clone": len(code)}  # (BPF jumps only forward: each branch ends in its own return)
     # args[0] (flags), low word: no pidfd, and no CLONE_PARENT, whose child would be a sibling of the
     # program, i.e. a child of whoever forked it (red team: zombies of the one-fork zygote kept the names and
@@ -299,6 +314,12 @@ def _program_filter() -> tuple | None:
              (ld, 0, 0, 16 + 2 * 8), (jeq, "deny", None, SO_PASSPIDFD), (jeq, "deny", None, SO_PEERPIDFD)]
     labels["sockopt_allow"] = len(code)
     code += [(ret, 0, 0, allow)]
+    labels["self"] = len(code)
+    code += labels_self
+    labels["setpriority"] = len(code)  # which (args[0]) PRIO_PROCESS, who (args[1]) 0
+    code += [(ld, 0, 0, 16), (jeq, None, "deny", PRIO_PROCESS)] + who_self
+    labels["ioprio"] = len(code)  # which (args[0]) IOPRIO_WHO_PROCESS, who (args[1]) 0
+    code += [(ld, 0, 0, 16), (jeq, None, "deny", IOPRIO_WHO_PROCESS)] + who_self
     labels["nosys"] = len(code)
     code += [(ret, 0, 0, 0x00050000 | ENOSYS)]
     labels["deny"] = len(code)

@@ -882,6 +882,15 @@ def _start_program(ctx: dict, public: dict) -> dict:
     return {"pid": pid, "req_w": req_w, "rep_r": rep_r, "out_fd": out_fd, "err_fd": err_fd}
 
 
+def _kill(pidfd: int) -> None:
+    """SIGKILL through a pidfd: never another process that took the pid, and no error for one that already
+    ended (a one-fork program's zygote reaps it the moment it exits, maybe before we saw it end)."""
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | None, jp: JudgeProcess,
                budget: float, t0: float, phase: tuple[float, float] | None = None) -> dict:
     """Serve the judge's events (test boundaries: the limits to apply), watch the program child and the
@@ -890,7 +899,14 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
     limits, meter = public["limits"], ctx["meter"]
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": None}
     p_alive = program is not None and "death" not in program
-    pfd = os.pidfd_open(program["pid"]) if p_alive else -1
+    pfd = -1
+    if p_alive:
+        try:
+            pfd = os.pidfd_open(program["pid"])
+        except ProcessLookupError:  # a one-fork program that ended at once, already reaped by the zygote
+            status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
+            program["death"] = vd.death(None, os.waitstatus_to_exitcode(status))
+            p_alive = False
     sock = jp.sock.fileno()
     poller = select.poll()
     for fd in (sock, jp.pidfd) + ((pfd,) if p_alive else ()):
@@ -932,7 +948,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                     elif meter.oom():
                         p_reason = "memory"
                     if p_reason:
-                        os.kill(program["pid"], signal.SIGKILL)
+                        _kill(pfd)
                         meter.kill_all()
             judge_over = False
             if now - judge_checked >= 0.02:
@@ -980,9 +996,9 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
         if judge_stat >= 0:
             os.close(judge_stat)
         if pfd >= 0:
-            os.close(pfd)
             if p_alive:  # the judge is gone or the job is over: the program ends with it, and its death is
                 # recorded, so a retry (a new judge for a judge that died before the secret) sees it dead
-                os.kill(program["pid"], signal.SIGKILL)
+                _kill(pfd)
                 status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
                 program["death"] = vd.death(p_reason or "judge", os.waitstatus_to_exitcode(status))
+            os.close(pfd)
