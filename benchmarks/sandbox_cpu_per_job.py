@@ -96,6 +96,17 @@ def _proc_stat(pid: int) -> dict[str, int]:
                     (int(fields[7]), int(fields[8]), int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14]))))
 
 
+def _switches(pid: int) -> int:
+    """Context switches (voluntary and not) of every thread of ``pid`` so far."""
+    import os
+
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/status") as f:
+            total += sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+    return total
+
+
 def _children(pid: int) -> list[int]:
     import os
 
@@ -128,11 +139,13 @@ def roles(jobs: list, batches: int, Sandbox, SandboxConfig) -> None:
         judge = next(k for k in kids if k != zygote)
         pids = {"worker": worker, "zygote": zygote, "judge": judge}
         before = {r: _proc_stat(p) for r, p in pids.items()}
+        switches0 = {r: _switches(p) for r, p in pids.items()}
         me0 = resource.getrusage(resource.RUSAGE_SELF)
         for _ in range(batches):
             results = sb.run_batch(jobs)
         me1 = resource.getrusage(resource.RUSAGE_SELF)
         after = {r: _proc_stat(p) for r, p in pids.items()}
+        switches = {r: (_switches(p) - switches0[r]) / n for r, p in pids.items()}
     passed = sum(r.passed for r in results)
 
     def ms(role: str, field: str) -> float:
@@ -144,9 +157,11 @@ def roles(jobs: list, batches: int, Sandbox, SandboxConfig) -> None:
              for role in ("zygote", "worker", "judge")]
     rows.append(("harness", (me1.ru_utime - me0.ru_utime) * 1000 / n, (me1.ru_stime - me0.ru_stime) * 1000 / n,
                  (me1.ru_minflt - me0.ru_minflt) / n))
+    switches["harness"] = (me1.ru_nvcsw + me1.ru_nivcsw - me0.ru_nvcsw - me0.ru_nivcsw) / n
     print(f"corecode, {len(jobs)} distinct jobs x {batches} warm batches, one worker ({passed} passed in the last):")
     for name, user, system, faults in rows:
-        print(f"  {name:14s} user {user:5.2f} ms  system {system:5.2f} ms  minor faults {faults:5.0f}")
+        extra = f"  context switches {switches[name]:5.1f}" if name in switches else ""
+        print(f"  {name:14s} user {user:5.2f} ms  system {system:5.2f} ms  minor faults {faults:5.0f}{extra}")
     total = sum(u + s for _, u, s, _ in rows)
     print(f"  {'total':14s} {total:.2f} ms CPU per job")
     programs = [flat_program(p) for _, p in jobs]
