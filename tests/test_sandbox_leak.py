@@ -72,3 +72,20 @@ def test_jobs_leave_nothing_behind_short():
 @pytest.mark.slow
 def test_ten_thousand_jobs_leave_nothing_behind():
     _run_many(10_000)
+
+
+def test_a_job_is_done_with_its_descriptors_when_its_reply_arrives():
+    """The worker closed its ends of a job's hand-over (header pipe, the program's memfds and pipes) only
+    after it had sent the reply, and the judge its copies after it had announced it: right after the harness
+    had a reply the worker still held 5 more descriptors in 113 of 300 jobs (the leak test above, counting
+    them at once, failed under load). Both now close them before the reply goes out."""
+    with Sandbox(SandboxConfig(workers=1, time_limit_s=2.0, reference_timing=False)) as sb:
+        assert sb.run(GOOD_ADD, ADD).passed
+        worker = sb.worker_pids[0]
+        judge = judge_of(sb, worker) if os.getuid() == 0 else None
+        idle = (_fds(worker), _fds(judge) if judge else 0)
+        extra = 0
+        for i in range(200):
+            assert sb.run(GOOD_ADD + f"# {i}\n", ADD).passed
+            extra += (_fds(worker), _fds(judge) if judge else 0) != idle
+        assert extra == 0, f"{extra} of 200 replies arrived before the job's descriptors were closed"

@@ -67,6 +67,11 @@ class Handover:
     def worker_side(self) -> tuple[int, ...]:
         return self.hdr_r, self.out, self.err, self.req_w, self.rep_r
 
+    def close_worker_side(self) -> None:
+        """Close the worker's ends, once (later calls close nothing: no descriptor number taken since)."""
+        Handover.close(self.worker_side())
+        self.hdr_r = self.out = self.err = self.req_w = self.rep_r = -1
+
     @staticmethod
     def close(fds) -> None:
         for fd in fds:
@@ -169,6 +174,7 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
             except ProcessLookupError:
                 pass
             reap()
+    hand.close_worker_side()  # before the reply: when the harness has it, the worker holds nothing of the job
     worker._sweep(last=True)
     worker._drop_jobdir()
     reply_fd, ctl_out = judge["reply_fd"], worker.ctl_out

@@ -517,6 +517,7 @@ def serve(sock, judge: dict, meter) -> None:
 
 def judge_one(job: dict, fds: list[int], events: Events, judge: dict, meter) -> None:
     """Read the job's secret, run its function tests, judge its stdio cases, write the reply."""
+    job_fds = fds  # closed before the reply is announced: when the harness has it, the judge holds none of them
     secret_fd, fds = fds[0], fds[1:]  # the harness's bytes, moved into a memfd unread (_run.take_secret)
     blob, size = b"", os.fstat(secret_fd).st_size
     while len(blob) < size:
@@ -558,6 +559,9 @@ def judge_one(job: dict, fds: list[int], events: Events, judge: dict, meter) -> 
     offset = 0
     while offset < len(reply):  # into the worker's memfd: the worker sends it on, after its sweep, unread
         offset += os.pwrite(judge["reply_fd"], reply[offset:], offset)
+    for fd in job_fds:
+        os.close(fd)
+    job_fds.clear()  # (serve closes what is left only when we did not get here)
     events.send("replied")
 
 

@@ -220,7 +220,7 @@ class Worker:
                 self._reap_nowait()
                 return LEADER_DONE  # a judge that died or was killed is already forgotten, in our own state
         finally:
-            _direct.Handover.close(hand.worker_side())
+            hand.close_worker_side()
         return self._after_leader(reap())
 
     def _enter_pid_namespace(self, info: dict) -> bool:
