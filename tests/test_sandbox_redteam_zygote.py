@@ -351,3 +351,40 @@ def test_a_program_that_ends_at_once_does_not_restart_its_worker():
         assert all(r.status is Status.RUNTIME_ERROR and "ValueError" in r.tests[0].detail for r in results[0::2]), \
             {r.tests[0].detail for r in results[0::2]}
         assert [w.restarts for w in sandbox._workers] == [0]
+
+
+UNPRIVILEGED_STOP_ZYGOTE = """
+import json, sys, time
+sys.path.insert(0, SRC)
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import AssertTest, Problem
+P = Problem(id="p", source="t", statement="", tests=(AssertTest("assert f(21) == 42"),))
+STOPPER = "import os, signal\\nos.kill(os.getppid(), signal.SIGSTOP)\\ndef f(x):\\n    return 2 * x\\n"
+config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, python=sys.executable,
+                       job_timeout_margin_s=3.0)
+with Sandbox(config) as sb:
+    start = time.monotonic()
+    jobs = [(STOPPER + "# %d\\n" % i, P) for i in range(3)]
+    jobs += [("def f(x):\\n    return 2 * x\\n# a\\n", P), ("def f(x):\\n    return x\\n# b\\n", P)]
+    results = sb.run_batch(jobs)
+    print(json.dumps({"user_namespace": sb.isolation.get("user_namespace", False),
+                      "passed": [r.passed for r in results], "seconds": time.monotonic() - start,
+                      "restarts": [w.restarts for w in sb._workers]}))
+"""
+
+
+def test_without_root_a_program_that_stops_its_zygote_costs_no_wait(tmp_path):
+    """Without root a one-fork program may SIGSTOP the zygote (its parent, same uid); the worker then
+    waited for the stopped zygote to report the program's end until the harness's deadline, twice (~90 s
+    at the default margin, charged as a killer job; red team, sixth session). The worker now wakes it
+    (SIGCONT) while it waits: a correct program that does this is judged as any other, with no restart."""
+    from pathlib import Path
+
+    from test_sandbox_unprivileged import run_unprivileged
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\n" + UNPRIVILEGED_STOP_ZYGOTE, timeout=180)
+    if not out["user_namespace"]:
+        pytest.skip("user namespaces are not available to unprivileged users here")
+    assert out["passed"] == [True, True, True, True, False], out
+    assert out["restarts"] == [0], out

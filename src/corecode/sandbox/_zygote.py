@@ -209,6 +209,14 @@ class Worker:
 
         def reap() -> int:  # the leader's wait status, from the zygote, read once
             if not status:
+                # Without root a program shares the zygote's uid and may have stopped it (SIGSTOP): its job
+                # and one retry then waited for the harness's deadline (~90 s, red team). Wake it until it
+                # answers; it is never stopped for a reason of ours.
+                while not select.select([self.z_sock], [], [], 0.05)[0]:
+                    try:
+                        os.kill(self.z_pid, signal.SIGCONT)
+                    except ProcessLookupError:
+                        break  # gone: _recv_exact sees the end
                 status.append(_status_of(_recv_exact(self.z_sock, SIGINFO_SIZE)))
             return status[0]
         try:
