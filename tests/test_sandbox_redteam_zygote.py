@@ -388,3 +388,56 @@ def test_without_root_a_program_that_stops_its_zygote_costs_no_wait(tmp_path):
         pytest.skip("user namespaces are not available to unprivileged users here")
     assert out["passed"] == [True, True, True, True, False], out
     assert out["restarts"] == [0], out
+
+
+UNPRIVILEGED_STOP_ZYGOTE_LATER = """
+import json, sys, time
+sys.path.insert(0, SRC)
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import AssertTest, Problem
+P = Problem(id="p", source="t", statement="", tests=(AssertTest("assert f(21) == 42"),))
+# helpers that keep stopping the zygote, sleeping briefly between stops: one lands after the program's end
+# was reported and before the sweep killed them
+STOPPER = '''
+import os, signal, time
+z = os.getppid()
+for _ in range(2):
+    if os.fork() == 0:
+        while True:
+            try:
+                os.kill(z, signal.SIGSTOP)
+            except Exception:
+                os._exit(0)
+            time.sleep(0.0003)
+def f(x):
+    return x * 3
+'''
+config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, python=sys.executable,
+                       job_timeout_margin_s=3.0)
+with Sandbox(config) as sb:
+    out = {"user_namespace": sb.isolation.get("user_namespace", False), "stoppers": [], "honest": [], "slow": 0}
+    for i in range(8):
+        out["stoppers"].append(sb.run_batch([(STOPPER + "# %d\\n" % i, P)])[0].passed)
+        start = time.monotonic()
+        out["honest"].append(sb.run_batch([("def f(x):\\n    return 2 * x\\n# %d\\n" % i, P)])[0].passed)
+        out["slow"] += time.monotonic() - start > 3.0
+    out["restarts"] = [w.restarts for w in sb._workers]
+    print(json.dumps(out))
+"""
+
+
+def test_without_root_a_zygote_stopped_after_a_job_does_not_stall_the_next(tmp_path):
+    """Red team (sixth session): helpers that keep stopping the zygote can land a stop after the program's
+    end was reported and before the sweep kills them; the next job (another program) then waited for its
+    deadline with the zygote stopped, and the worker restarted (2-4 of 6 tries). The worker now wakes the
+    zygote before it asks it for the next job's fork."""
+    from pathlib import Path
+
+    from test_sandbox_unprivileged import run_unprivileged
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\n" + UNPRIVILEGED_STOP_ZYGOTE_LATER, timeout=300)
+    if not out["user_namespace"]:
+        pytest.skip("user namespaces are not available to unprivileged users here")
+    assert not any(out["stoppers"]) and all(out["honest"]), out
+    assert out["slow"] == 0 and out["restarts"] == [0], out

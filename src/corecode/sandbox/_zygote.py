@@ -196,28 +196,35 @@ class Worker:
                 ctypes.memset(info, 0, SIGINFO_SIZE)
             ctypes.memset(info, 0, SIGINFO_SIZE)
 
+    def _from_zygote(self, n: int) -> bytes:
+        """The zygote's next ``n`` bytes. Without root a program shares the zygote's uid and may stop it
+        (SIGSTOP; its parent, once it is a leader's program) before the zygote answered: its job and one
+        retry then waited for the harness's deadline (~90 s, red team). It is woken until it answers; it
+        is never stopped for a reason of ours."""
+        while not select.select([self.z_sock], [], [], 0.05)[0]:
+            try:
+                os.kill(self.z_pid, signal.SIGCONT)
+            except ProcessLookupError:
+                break  # gone: _recv_exact sees the end
+        return _recv_exact(self.z_sock, n)
+
     def _lead_via_zygote(self, judge: dict, judge_ctx: dict) -> int:
         """``lead_next`` with the zygote: it forks the leader; we supervise (one-fork jobs) or wait."""
         hand = _direct.Handover()
         self.meter.start()  # as before a program child's fork: the leader may become one
         self._reset_pids()
+        # The last job's processes are swept, but one of them may have stopped the zygote after its program
+        # ended (without root: same uid); the next job would wait for the deadline (red team, sixth session)
+        os.kill(self.z_pid, signal.SIGCONT)
         socket.send_fds(self.z_sock, [struct.pack("<qq", self.judge.seq, self.judge.pid)],
                         [self.judge.sock.fileno()] + hand.for_leader())
         _direct.Handover.close(hand.leader_side())
-        pid = struct.unpack("<q", _recv_exact(self.z_sock, 8))[0]
+        pid = struct.unpack("<q", self._from_zygote(8))[0]
         status: list[int] = []
 
         def reap() -> int:  # the leader's wait status, from the zygote, read once
             if not status:
-                # Without root a program shares the zygote's uid and may have stopped it (SIGSTOP): its job
-                # and one retry then waited for the harness's deadline (~90 s, red team). Wake it until it
-                # answers; it is never stopped for a reason of ours.
-                while not select.select([self.z_sock], [], [], 0.05)[0]:
-                    try:
-                        os.kill(self.z_pid, signal.SIGCONT)
-                    except ProcessLookupError:
-                        break  # gone: _recv_exact sees the end
-                status.append(_status_of(_recv_exact(self.z_sock, SIGINFO_SIZE)))
+                status.append(_status_of(self._from_zygote(SIGINFO_SIZE)))
             return status[0]
         try:
             header = _direct.read_header(hand.hdr_r)
