@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -104,13 +103,9 @@ with Sandbox(SandboxConfig(workers=1, time_limit_s=2.0, reference_timing=False, 
 
 
 def test_without_root_a_batch_job_cannot_read_the_job_waiting_behind_it(tmp_path):
-    from test_sandbox_unprivileged import run_unprivileged
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
 
-    src = Path(__file__).resolve().parents[1] / "src"
-    script = f"SRC = {str(src)!r}\nPROBE = {PROBE!r}\n" + UNPRIVILEGED_PROBE
-    out = run_unprivileged(tmp_path, script, timeout=180)
-    if not out["user_namespace"]:
-        pytest.skip("user namespaces are not available to unprivileged users here")
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_PROBE, timeout=180, PROBE=PROBE)
     assert not any("FOUND" in d for d in out["details"]), out
     assert all("clean" in d for d in out["details"][0::2]), out
 
@@ -156,12 +151,9 @@ def test_without_root_a_batch_job_that_kills_its_zygote_fails_alone(tmp_path):
     """Without root a program may SIGKILL the zygote (its parent): its worker goes down with the job behind
     it waiting in the pipe. The killer fails (twice down: charged to it), the jobs behind it are sent again
     and judged as always."""
-    from test_sandbox_unprivileged import run_unprivileged
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
 
-    src = Path(__file__).resolve().parents[1] / "src"
-    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\n" + UNPRIVILEGED_KILLER_BATCH, timeout=180)
-    if not out["user_namespace"]:
-        pytest.skip("user namespaces are not available to unprivileged users here")
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_KILLER_BATCH, timeout=180)
     assert out["passed"] == [True, False, True, False, True], out
     assert "down (twice)" in out["killer"], out
     assert out["restarts"] == [2], out
@@ -223,13 +215,9 @@ def test_without_root_killing_the_judge_as_it_reads_the_secret_desyncs_nothing(t
     the next job's frames as this job's secret: the worker crashed or hung until the job's deadline (7
     restarts and 53 s for 40 attackers; a second kill could have judged the attacker against the next
     job's tests). Now the secret is moved off the pipe before any judge sees it (``_run.take_secret``)."""
-    from test_sandbox_unprivileged import run_unprivileged
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
 
-    src = Path(__file__).resolve().parents[1] / "src"
-    script = f"SRC = {str(src)!r}\nONE_FORK = {one_fork!r}\n" + UNPRIVILEGED_JUDGE_WINDOW
-    out = run_unprivileged(tmp_path, script, timeout=300)
-    if not out["user_namespace"]:
-        pytest.skip("user namespaces are not available to unprivileged users here")
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_JUDGE_WINDOW, timeout=300, ONE_FORK=one_fork)
     assert all(out["honest_right"]), out
     assert out["restarts"] == [0], out
     assert out["attackers_passed"] < 40, out  # most attackers kill their judge: their own job fails

@@ -265,15 +265,9 @@ def test_without_root_a_program_that_kills_its_judge_fails_only_its_own_job(tmp_
     took the job's secret. The supervisor then ends the program and hands the job to a new judge; the
     program's death must be recorded there, or the retry opened a pidfd for a reaped pid and the worker
     (one_fork: its leader) died with ProcessLookupError, restarting once per attack."""
-    from pathlib import Path
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
 
-    from test_sandbox_unprivileged import run_unprivileged
-
-    src = Path(__file__).resolve().parents[1] / "src"
-    script = f"SRC = {str(src)!r}\nONE_FORK = {one_fork!r}\n" + UNPRIVILEGED_JUDGE_KILL
-    out = run_unprivileged(tmp_path, script, timeout=180)
-    if not out["user_namespace"]:
-        pytest.skip("user namespaces are not available to unprivileged users here")
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_JUDGE_KILL, timeout=180, ONE_FORK=one_fork)
     assert all(out["honest"]), out
     assert not any(passed for passed, _ in out["killer"]), out
     assert out["restarts"] == [0], out  # the worker kept going: no crash, no restart
@@ -325,14 +319,9 @@ def test_without_root_a_program_cannot_change_the_limits_of_the_sandbox_processe
     so prlimit, setpriority and sched_setaffinity on their pids succeeded. Lowering the worker's and
     zygote's hard RLIMIT_CPU made every later job fail in its set-up (50 of 50 correct programs). The
     program filter now refuses these calls unless they name the caller itself."""
-    from pathlib import Path
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
 
-    from test_sandbox_unprivileged import run_unprivileged
-
-    src = Path(__file__).resolve().parents[1] / "src"
-    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\nONE_FORK = {one_fork!r}\n" + UNPRIVILEGED_POISON, timeout=180)
-    if not out["user_namespace"]:
-        pytest.skip("user namespaces are not available to unprivileged users here")
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_POISON, timeout=180, ONE_FORK=one_fork)
     assert "got []" in out["poison"], out  # not one call on another process went through
     assert all(out["honest"]) and out["restarts"] == [0], out
 
@@ -378,14 +367,9 @@ def test_without_root_a_program_that_stops_its_zygote_costs_no_wait(tmp_path):
     waited for the stopped zygote to report the program's end until the harness's deadline, twice (~90 s
     at the default margin, charged as a killer job; red team, sixth session). The worker now wakes it
     (SIGCONT) while it waits: a correct program that does this is judged as any other, with no restart."""
-    from pathlib import Path
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
 
-    from test_sandbox_unprivileged import run_unprivileged
-
-    src = Path(__file__).resolve().parents[1] / "src"
-    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\n" + UNPRIVILEGED_STOP_ZYGOTE, timeout=180)
-    if not out["user_namespace"]:
-        pytest.skip("user namespaces are not available to unprivileged users here")
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_STOP_ZYGOTE, timeout=180)
     assert out["passed"] == [True, True, True, True, False], out
     assert out["restarts"] == [0], out
 
@@ -431,13 +415,8 @@ def test_without_root_a_zygote_stopped_after_a_job_does_not_stall_the_next(tmp_p
     end was reported and before the sweep kills them; the next job (another program) then waited for its
     deadline with the zygote stopped, and the worker restarted (2-4 of 6 tries). The worker now wakes the
     zygote before it asks it for the next job's fork."""
-    from pathlib import Path
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
 
-    from test_sandbox_unprivileged import run_unprivileged
-
-    src = Path(__file__).resolve().parents[1] / "src"
-    out = run_unprivileged(tmp_path, f"SRC = {str(src)!r}\n" + UNPRIVILEGED_STOP_ZYGOTE_LATER, timeout=300)
-    if not out["user_namespace"]:
-        pytest.skip("user namespaces are not available to unprivileged users here")
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_STOP_ZYGOTE_LATER, timeout=300)
     assert not any(out["stoppers"]) and all(out["honest"]), out
     assert out["slow"] == 0 and out["restarts"] == [0], out

@@ -103,6 +103,17 @@ def run_unprivileged(tmp_path, script: str, timeout: float = 300) -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+def run_sandbox_unprivileged(tmp_path, script: str, timeout: float = 300, **constants) -> dict:
+    """``run_unprivileged`` for a script that starts a Sandbox and prints ``user_namespace`` among its JSON:
+    ``SRC`` (this checkout's src) and each of ``constants`` defined before it; skip where the sandbox had no
+    user namespace (the unprivileged mode is not available here)."""
+    header = f"SRC = {str(SRC)!r}\n" + "".join(f"{name} = {value!r}\n" for name, value in constants.items())
+    out = run_unprivileged(tmp_path, header + script, timeout=timeout)
+    if not out["user_namespace"]:
+        pytest.skip("user namespaces are not available to unprivileged users here")
+    return out
+
+
 def test_unprivileged_user_gets_the_same_protections(tmp_path):
     reason = _usable()
     if reason:

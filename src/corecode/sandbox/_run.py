@@ -891,6 +891,12 @@ def _kill(pidfd: int) -> None:
         pass
 
 
+def _reap_program(program: dict) -> int:
+    """The ended program's exit code: from the zygote (one-fork jobs: ``program["reap"]``) or waited for."""
+    status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
+    return os.waitstatus_to_exitcode(status)
+
+
 def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | None, jp: JudgeProcess,
                budget: float, t0: float, phase: tuple[float, float] | None = None) -> dict:
     """Serve the judge's events (test boundaries: the limits to apply), watch the program child and the
@@ -904,8 +910,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
         try:
             pfd = os.pidfd_open(program["pid"])
         except ProcessLookupError:  # a one-fork program that ended at once, already reaped by the zygote
-            status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
-            program["death"] = vd.death(None, os.waitstatus_to_exitcode(status))
+            program["death"] = vd.death(None, _reap_program(program))
             p_alive = False
     sock = jp.sock.fileno()
     poller = select.poll()
@@ -981,9 +986,8 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                             return state
                 elif fd == pfd:
                     poller.unregister(pfd)
-                    status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
+                    code = _reap_program(program)
                     p_alive = False
-                    code = os.waitstatus_to_exitcode(status)
                     if p_reason is None and meter.oom():
                         p_reason = "memory"
                     program["death"] = vd.death(p_reason, code)
@@ -999,6 +1003,5 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
             if p_alive:  # the judge is gone or the job is over: the program ends with it, and its death is
                 # recorded, so a retry (a new judge for a judge that died before the secret) sees it dead
                 _kill(pfd)
-                status = program["reap"]() if "reap" in program else os.waitpid(program["pid"], 0)[1]
-                program["death"] = vd.death(p_reason or "judge", os.waitstatus_to_exitcode(status))
+                program["death"] = vd.death(p_reason or "judge", _reap_program(program))
             os.close(pfd)

@@ -232,7 +232,7 @@ class Sandbox:
         for this thread to be scheduled. The worker reads one job only after the last one's reply: a job
         that brings it down is the one whose reply is missing, and the job behind it is sent again."""
         ahead_cap = worker.ahead_bytes()
-        sent: list[tuple[int, Job, int]] = []  # in the worker's pipe or running, oldest first
+        sent: list[tuple[int, Job, bytes]] = []  # in the worker's pipe or running, oldest first
         ready: tuple[int, Job, bytes] | None = None  # taken, not sent yet
         try:
             while True:
@@ -240,7 +240,7 @@ class Sandbox:
                     got = take()
                     if got is not None:
                         ready = (got[0], got[1], job_frames(_wire(got[1].public), got[1].secret))
-                if ready is not None and (not sent or (len(sent) == 1 and sent[0][2] + len(ready[2]) <= ahead_cap)):
+                if ready is not None and (not sent or (len(sent) == 1 and len(sent[0][2]) + len(ready[2]) <= ahead_cap)):
                     try:
                         worker.send_frames(ready[2])
                     except OSError as exc:  # the worker is gone
@@ -253,7 +253,7 @@ class Sandbox:
                         # else the job before brought it down: its reply, read below, says so; this one
                         # stays ready and goes to the restarted worker
                     else:
-                        sent.append((ready[0], ready[1], len(ready[2])))
+                        sent.append(ready)
                         ready = None
                         if len(sent) < 2:
                             continue  # one more, to wait in the pipe
@@ -264,8 +264,7 @@ class Sandbox:
                     reply = worker.read_reply(job.timeout_s)
                 except WorkerDied as exc:  # restarted: the job behind this one was lost with the old pipe
                     if sent:
-                        lost_first, lost_job, _ = sent.pop()
-                        ready = (lost_first, lost_job, job_frames(_wire(lost_job.public), lost_job.secret))
+                        ready = sent.pop()
                     put((first, self._result_on(worker, job, exc)))
                     continue
                 put((first, _to_result(reply, job.n_tests)))
