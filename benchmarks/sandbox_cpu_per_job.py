@@ -2,6 +2,7 @@
 
     python benchmarks/sandbox_cpu_per_job.py he|mbpp|stdio [--src PATH] [--mbpp PATH]
     python benchmarks/sandbox_cpu_per_job.py he --roles [--batches 5]
+    python benchmarks/sandbox_cpu_per_job.py start [--runs 60] [--src PATH]
 
 One worker runs the jobs inside ``with Sandbox(...)``; ``getrusage`` of this process and of its reaped
 children (the workers, and through them every job process) is read around it, minus an empty sandbox's.
@@ -15,6 +16,14 @@ one worker (the worker, its clean zygote, its judge; the zygote's reaped childre
 and ``getrusage`` of this process (the harness), user and system time and minor page faults per job over
 ``--batches`` warm batches; then the same programs through a bare fork-and-wait loop forked from this
 process (the baseline of sandbox_throughput.py): its children and its own fork-and-wait.
+
+``start`` measures what a function job's process costs before the program runs, from inside it: a probe
+program reads its own thread CPU time (``time.thread_time``: this process only, from its fork) and minor
+page-fault count (``/proc/self/stat``) at its first line and again in its first and second call, through
+the sandbox (one-fork jobs: the job leader that became the program) and in a bare fork child that
+compiles and runs the same program; medians over ``--runs`` jobs. Unlike wall or whole-tree CPU figures,
+these do not move with the machine's load (other processes' CPU is not in them), so a change to the job
+set-up path can be compared with ``--src`` to within a few microseconds.
 """
 
 from __future__ import annotations
@@ -29,14 +38,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", choices=("he", "mbpp", "stdio"))
+    parser.add_argument("kind", choices=("he", "mbpp", "stdio", "start"))
     parser.add_argument("--src", default=None, help="a checkout's src directory to import corecode from")
     parser.add_argument("--mbpp", default=str(REPO.parent / "shared" / "data" / "mbpp" / "mbpp.jsonl"))
     parser.add_argument("--roles", action="store_true", help="CPU per job by process role, against the bare loop")
     parser.add_argument("--batches", type=int, default=5, help="warm batches measured with --roles")
+    parser.add_argument("--runs", type=int, default=60, help="jobs measured with start")
     args = parser.parse_args()
     if args.src:
         sys.path.insert(0, args.src)
+    if args.kind == "start":
+        return start_cost(args.runs)
     from corecode.benchmarks import load_benchmark
     from corecode.sandbox import Sandbox, SandboxConfig
     from corecode.types import StdioTest
@@ -175,6 +187,65 @@ def roles(jobs: list, batches: int, Sandbox, SandboxConfig) -> None:
         print(f"  {name:14s} user {user * 1000 / n:5.2f} ms  system {system * 1000 / n:5.2f} ms  minor faults {faults / n:5.0f}")
     bare_total = sum(u + s for _, u, s, _ in bare) * 1000 / n
     print(f"  {'total':14s} {bare_total:.2f} ms CPU per program; CPU ratio bare / corecode {bare_total / total:.2f}")
+
+
+START_PROBE = """import time
+def _now():
+    with open("/proc/self/stat", "rb") as f:
+        faults = int(f.read().rsplit(b")", 1)[1].split()[7])
+    return (time.thread_time(), faults)
+AT_LOAD = _now()
+def at_load():
+    return AT_LOAD
+def now():
+    return _now()
+"""
+
+
+def start_cost(runs: int) -> int:
+    """CPU and faults of a function job's process before its program runs (see the module doc)."""
+    import ast
+    import os
+    import statistics
+
+    from corecode.sandbox import Sandbox, SandboxConfig
+    from corecode.types import CallTest
+
+    def report(name: str, samples: list[list[tuple[float, int]]]) -> None:
+        warm = samples[max(1, len(samples) // 10):]  # the first jobs fault in what later ones share
+        cells = []
+        for i, label in enumerate(("program's first line", "first call", "second call")):
+            cpu = statistics.median(s[i][0] for s in warm) * 1e6
+            faults = statistics.median(s[i][1] for s in warm)
+            cells.append(f"{label} {cpu:5.0f} us {faults:4.0f} faults")
+        print(f"  {name:9s} " + ";  ".join(cells))
+
+    ours = []
+    with Sandbox(SandboxConfig(workers=1, reference_timing=False)) as sb:
+        for _ in range(runs):
+            result = sb.execute(START_PROBE, [CallTest("at_load", [], 0), CallTest("now", [], 0), CallTest("now", [], 0)])
+            ours.append([tuple(float(x) for x in t.detail.split("got ", 1)[1].strip("[]()").split(","))
+                         for t in result.tests])
+    bare = []
+    for _ in range(runs):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # as benchmarks/_bare_loop.py: exec the program, then call it twice
+            ns = {"__name__": "solution"}
+            exec(compile(START_PROBE, "solution.py", "exec"), ns)
+            os.write(w, repr([ns["at_load"](), ns["now"](), ns["now"]()]).encode())
+            os._exit(0)
+        os.close(w)
+        chunks = []
+        while chunk := os.read(r, 4096):
+            chunks.append(chunk)
+        os.close(r)
+        os.waitpid(pid, 0)
+        bare.append(ast.literal_eval(b"".join(chunks).decode()))
+    print(f"a function job's own process, from its fork (medians of {runs} jobs):")
+    report("corecode", ours)
+    report("bare", bare)
+    return 0
 
 
 def bare_stdio(n: int) -> int:

@@ -88,7 +88,6 @@ def become_program(worker, public: dict, hand: Handover) -> None:
     t0 = time.monotonic()
     Handover.close((hand.hdr_r, hand.req_w, hand.rep_r))  # the worker's ends
     limits = public["limits"]
-    worker.jobdir = os.path.join(worker.scratch, "job")
     worker._fresh_jobdir()
     worker.meter.set_memory_limit(limits["memory"])
     c0 = worker.meter.cpu()  # the job's CPU before the program: its load is measured from here
@@ -100,7 +99,6 @@ def become_program(worker, public: dict, hand: Handover) -> None:
     program, setup = public["program"], public["setup"]
     del public
     try:
-        iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 0)  # the leader was one; a program process is not
         if worker.quiet_leader:
             iso.after_quiet_fork()  # random's fresh seed, as os.fork's hook gives a program child
         in_fd = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
@@ -141,7 +139,6 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
     lost when the leader exits). ``reap()``: the program's wait status, from the zygote."""
     jp, meter = worker.judge, worker.meter
     jp.seq += 1  # the number the leader gave the job (worker.judge.seq + 1)
-    worker.jobdir = os.path.join(worker.scratch, "job")
     limits = header["limits"]
     public = {"limits": limits, "deadline_s": header["deadline_s"]}
     function = {"tests": header["tests"]}

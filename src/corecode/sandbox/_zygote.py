@@ -125,6 +125,9 @@ class Worker:
         # A leader may become its job's program (_direct) only if it was forked as a program child would be.
         self.one_fork = bool(setup.get("one_fork", True)) and (self.quiet_fork or not self.quiet_leader)
         self.hand = None  # the current job's _direct.Handover, in the worker and its leader
+        self.jobdir = os.path.join(self.scratch, "job")  # every job's, fixed (its environment is set for it)
+        owner = f",uid={setup['job_uid']},gid={setup['job_uid']}" if info["uid_drop"] else ""
+        self.jobdir_options = f"size={setup['scratch_mb']}m,mode=0700{owner}"  # of each job dir's tmpfs
         gc.collect()
         gc.freeze()  # keep forked jobs from touching (copying) the worker's object headers
         self.z_pid, self.z_sock = 0, None
@@ -335,12 +338,11 @@ class Worker:
         detached, goes with everything in it; its inode numbers start over), else it is a new directory.
         Children enter it by path."""
         if self.info.get("readonly_fs"):
-            _umount_all(self.jobdir)
-            if not os.path.isdir(self.jobdir):
+            try:  # the worker removes the job dir after every job (_drop_jobdir): nothing is mounted on it
                 os.mkdir(self.jobdir, 0o700)
-            owner = f",uid={self.setup['job_uid']},gid={self.setup['job_uid']}" if self.info["uid_drop"] else ""
-            iso.mount("tmpfs", self.jobdir, "tmpfs", iso.MS_NOSUID | iso.MS_NODEV,
-                      f"size={self.setup['scratch_mb']}m,mode=0700{owner}")
+            except FileExistsError:  # between children of one job, or after a job that ended early
+                _umount_all(self.jobdir)
+            iso.mount("tmpfs", self.jobdir, "tmpfs", iso.MS_NOSUID | iso.MS_NODEV, self.jobdir_options)
             return
         try:
             os.rmdir(self.jobdir)
@@ -380,7 +382,6 @@ class Worker:
 
     def serve_one(self, public: dict) -> None:
         """Run all children of a job; its judge process reads the secret part and replies to the harness."""
-        self.jobdir = os.path.join(self.scratch, "job")
         judge = {"ctl_in": self.ctl_in, "ctl_out": self.ctl_out, "send": send,
                  "reply_fd": self.reply_fd, "process": self.judge}
         try:
@@ -475,8 +476,6 @@ class Worker:
     def _lead(self) -> int:
         """In the job leader: one job, from reading it to its reply; the exit code for ``lead_next``."""
         iso.prctl(iso.PR_SET_PDEATHSIG, signal.SIGKILL)
-        iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)  # orphans of the job's children come to the leader
-        self.meter.self_pid = int(os.readlink("/proc/self"))  # the job's processes: our descendants
         judge_pid = self.judge.pid
         self.ctl_out = self.leader_out  # every answer of the job goes there; the worker sends it on
         body = recv(self.ctl_in)
@@ -489,6 +488,11 @@ class Worker:
             if _direct.eligible(public):
                 _direct.become_program(self, public, hand)  # never returns
             _direct.Handover.close(hand.leader_side() + hand.worker_side())  # no header: the worker waits for our exit
+        # A leader that does not become its program forks the job's processes: they are its descendants,
+        # and orphans among them come to it. (Set only here: a leader that becomes its program has no child
+        # before program code, and one that reads the job has none either; ~30 us of a one-fork job.)
+        iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)
+        self.meter.self_pid = int(os.readlink("/proc/self"))
         if public.get("kind") == "measure":
             try:
                 reply = _measure.serve(self, public, recv)
