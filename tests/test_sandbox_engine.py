@@ -310,3 +310,35 @@ def test_zygote_prepared_streams_are_a_fresh_open_and_a_missing_fd_is_no_failure
     closed = subprocess.run([sys.executable, "-I", "-c", script.replace("FD0", "False")], capture_output=True,
                             text=True, stdin=subprocess.DEVNULL, timeout=60, preexec_fn=lambda: os.close(0))
     assert closed.returncode == 0 and closed.stdout.strip() == "True None True", closed.stderr
+
+
+def test_call_arguments_keep_their_types_and_program_objects_go_by_reference(sb):
+    """Calls whose arguments are plain data go as a plain pickle (``_judge.Program.encode_call``), calls
+    that pass an object of the program back go with persistent ids: both must give the program exactly
+    what the test passed (types, shared references) and its own objects, never a copy of the judge's proxy."""
+    program = textwrap.dedent("""
+        class Box:
+            def __init__(self, v):
+                self.v = v
+        def make(v):
+            return Box(v)
+        def unbox(b):
+            return b.v if type(b) is Box else ("not a Box", type(b).__name__)
+        def unbox_all(bs, key=None):
+            return [b.v for b in bs] + ([key.v] if key is not None else [])
+        def kinds(*xs, **kw):
+            return [type(x).__name__ for x in xs] + sorted(f"{k}:{type(v).__name__}" for k, v in kw.items())
+        def same(pair):
+            return pair[0] is pair[1]
+    """)
+    tests = [AssertTest("assert unbox(make(3)) == 3"),
+             AssertTest("assert unbox_all([make(1), make(2)], key=make(5)) == [1, 2, 5]"),
+             AssertTest("assert kinds(bytearray(b'x'), b'y', (1,), [1], {1}, frozenset(), 1.5, None, True, z={}) == "
+                        "['bytearray', 'bytes', 'tuple', 'list', 'set', 'frozenset', 'float', 'NoneType', 'bool', "
+                        "'z:dict']"),
+             AssertTest("x = [1, 2]\nassert same([x, x]) is True"),
+             AssertTest("assert same([[1], [1]]) is False")]
+    result = sb.execute(program, tests)
+    assert [t.status for t in result.tests] == [Status.PASSED] * 5, [t.detail for t in result.tests]
+    wrong = sb.execute(program.replace("return b.v if", "return -1 if"), tests[:1])
+    assert wrong.tests[0].status is Status.WRONG_ANSWER

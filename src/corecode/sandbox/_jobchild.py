@@ -117,25 +117,22 @@ def _make_plain():
 
 def _frame_io(read_fd: int, write_fd: int):
     """Length-prefixed frames over the two private pipes to the judge."""
-    read, write, pack, unpack = os.read, os.write, struct.pack, struct.unpack
-    dumps, loads, join = marshal.dumps, pickle.loads, b"".join
-
-    def read_exact(n):
-        chunks, got = [], 0
-        while got < n:
-            chunk = read(read_fd, n - got)
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            got += len(chunk)
-        return join(chunks)
+    read, write, pack, unpack_from = os.read, os.write, struct.pack, struct.unpack_from
+    dumps, loads = marshal.dumps, pickle.loads
+    buf = bytearray()
 
     def receive():
-        head = read_exact(4)
-        if head is None:
-            return None
-        body = read_exact(unpack("<I", head)[0])
-        return None if body is None else loads(body)  # from the judge, which is trusted
+        # Read as much as is there (the judge writes one whole frame, then waits for the answer): one
+        # read per request instead of one for the length and one for the body
+        while len(buf) < 4 or len(buf) < 4 + unpack_from("<I", buf)[0]:
+            chunk = read(read_fd, 1 << 16)
+            if not chunk:
+                return None
+            buf.extend(chunk)
+        end = 4 + unpack_from("<I", buf)[0]
+        body = bytes(buf[4:end])
+        del buf[:end]
+        return loads(body)  # from the judge, which is trusted
 
     def send(payload):
         data = dumps(payload)
@@ -237,7 +234,7 @@ def serve_program(code, setup, nonce: bytes) -> None:
     plain, reset = _PREMADE.pop("plain", None) or _make_plain()
     exc_name, short_tb, flush, exit_now = exception_name, _short_tb, _flush, os._exit
     _callable, _getattr, _setattr, _str = callable, getattr, setattr, str
-    unpickler = _Unpickler
+    unpickler, loads = _Unpickler, pickle.loads
     _std_streams("solution.py")
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
@@ -276,7 +273,11 @@ def serve_program(code, setup, nonce: bytes) -> None:
         reset()
         try:
             op = request[0]
-            if op == "call":
+            if op == "plain":  # arguments without references to our objects (_judge.Program.encode_call)
+                target = lookup(request[1])
+                args, kwargs = loads(request[2])
+                value = target(*args, **kwargs)
+            elif op == "call":
                 target = lookup(request[1])
                 args, kwargs = unpickler(request[2], lookup).load()
                 value = target(*args, **kwargs)

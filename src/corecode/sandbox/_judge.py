@@ -216,6 +216,21 @@ class Program:
             raise TypeError(f"a test argument cannot be passed to the program: {exc}") from None
         return buf.getvalue()
 
+    def encode_call(self, args: tuple, kwargs: dict) -> tuple[str, bytes]:
+        """The request kind and blob of a call: ("plain", a plain pickle the program loads with the C
+        unpickler) when no argument holds a reference to a program object, else ("call", ``encode``'s
+        pickle, whose persistent ids the program resolves). The plain pickler calls no Python code for
+        exact built-in containers and scalars (``reducer_override`` is skipped for them), where ``encode``'s
+        ``persistent_id`` runs per object: ~6 us of the judge and ~11 us of the program per call."""
+        buf = io.BytesIO()
+        try:
+            _PlainPickler(buf).dump((args, kwargs))
+            return "plain", buf.getvalue()
+        except _HoldsRemote:
+            return "call", self.encode(args, kwargs)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
+            raise TypeError(f"a test argument cannot be passed to the program: {exc}") from None
+
     def decode(self, value, depth: int):
         """Check that the program's answer is plain data of exact built-in types; references become Remotes."""
         if depth > 250:
@@ -246,6 +261,18 @@ class _Pickler(pickle.Pickler):
         return None
 
 
+class _HoldsRemote(Exception):
+    """An argument holds a Remote: it must go as a persistent id, never be pickled by value (a Remote's
+    state is the judge's own Program object)."""
+
+
+class _PlainPickler(pickle.Pickler):
+    def reducer_override(self, obj):  # called for every object but exact built-in scalars and containers
+        if type(obj) is Remote:
+            raise _HoldsRemote
+        return NotImplemented  # anything else pickles as it would with ``_Pickler``
+
+
 class Remote:
     """A name or an object of the program: it can be called, and its attributes read or set, by RPC.
 
@@ -261,8 +288,8 @@ class Remote:
 
     def __call__(self, *args, **kwargs):
         program = object.__getattribute__(self, "_cc_program")
-        blob = program.encode(args, kwargs)
-        return program.request("call", object.__getattribute__(self, "_cc_pid"), blob)
+        kind, blob = program.encode_call(args, kwargs)
+        return program.request(kind, object.__getattribute__(self, "_cc_pid"), blob)
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
