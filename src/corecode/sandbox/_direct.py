@@ -75,6 +75,8 @@ class Handover:
     @staticmethod
     def close(fds) -> None:
         for fd in fds:
+            if fd < 0:  # closed already (close_worker_side) or never ours (leader_only)
+                continue
             try:
                 os.close(fd)
             except OSError:
