@@ -401,3 +401,62 @@ def test_a_program_that_leaves_after_its_first_answer_passes_no_later_test(sb, h
     statuses = [t.status for t in result.tests]
     assert statuses[0] == Status.PASSED, statuses
     assert all(s != Status.PASSED for s in statuses[1:]), statuses
+
+
+# ------------------------------------------------------------------ the sweep without a /proc walk
+def _running_threads_named(name: str) -> list[str]:
+    """Threads anywhere on the machine (this is the host's /proc) named ``name`` that still run."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+                state = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if comm == name and state not in ("Z", "X"):
+                found.append(f"{pid}/{tid}")
+    return found
+
+
+@pytest.mark.parametrize("how", ["thread", "daemon"])
+def test_nothing_a_job_leaves_running_outlives_it_when_the_sweep_skips_the_walk(sb, how):
+    """With job cgroups the sweep reads the job cgroup's process list and walks /proc only when a job
+    process is listed (``Meter.sweep``). A helper whose main thread ended with the exit syscall while
+    another thread runs on (it looks like a zombie in /proc) and a detached grandchild must both be listed,
+    and killed, before the job's reply reaches us."""
+    import platform
+
+    numbers = {"x86_64": 60, "aarch64": 93}
+    if platform.machine() not in numbers:
+        pytest.skip(f"the exit syscall's number on {platform.machine()} is not in this test")
+    if not (sb.isolation.get("job_cgroup") and sb.isolation.get("uid_drop")):
+        pytest.skip(f"needs root with job cgroups (the path under test): {sb.isolation}")
+    leave = textwrap.dedent(f"""
+        import ctypes, os, threading, time
+        libc = ctypes.CDLL(None)
+        def f():
+            if os.fork() == 0:
+                os.setsid()
+                if {how!r} == "daemon" and os.fork():
+                    os._exit(0)
+                def spin():
+                    libc.prctl(15, b"cc-survivor", 0, 0, 0)  # PR_SET_NAME, of this thread
+                    while True:
+                        time.sleep(0.002)
+                threading.Thread(target=spin).start()
+                time.sleep(0.05)
+                if {how!r} == "thread":
+                    libc.syscall({numbers[platform.machine()]}, 0)  # the main thread only: the process looks dead
+                while True:
+                    time.sleep(1)
+            time.sleep(0.2)
+            return 1
+    """)
+    for _ in range(3):
+        assert sb.execute(leave, [AssertTest("assert f() == 1")]).status is Status.PASSED
+        assert _running_threads_named("cc-survivor") == []

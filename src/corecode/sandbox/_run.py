@@ -86,6 +86,19 @@ def _live_threads(pid: int) -> bool:
     return False
 
 
+def _kernel_at_least(major: int, minor: int) -> bool:
+    try:
+        release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
+    except ValueError:
+        return False
+    return release >= (major, minor)
+
+
+# cgroup.procs lists a process whose main thread has exited while others run on since Linux 5.3 (before,
+# such a process was missing from it; Meter.sweep then walks /proc whatever the listing says)
+_LISTS_DYING_LEADERS = _kernel_at_least(5, 3)
+
+
 def _open_stat(pid: int) -> int:
     try:
         return os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
@@ -197,6 +210,23 @@ class Meter:
                 pass
         return total
 
+    def _cgroup_empty(self) -> bool:
+        """True only if the job cgroup's process list was read and holds no job process (``sweep``)."""
+        if not self.cgroup or not _LISTS_DYING_LEADERS:
+            return False
+        try:
+            fd = os.open(f"/proc/self/fd/{self.fds['procs']}", os.O_RDONLY)
+            try:
+                chunks = []
+                while chunk := os.read(fd, 1 << 16):
+                    chunks.append(chunk)
+            finally:
+                os.close(fd)
+            pids = [int(p) for p in b"".join(chunks).split()]
+        except (OSError, ValueError):
+            return False
+        return all(p in self.exclude or p in self.spare or p == self.self_pid for p in pids)
+
     def pids(self) -> list[int]:
         """The job's processes: every descendant of the worker outside the judge's subtree."""
         if self.cgroup:
@@ -253,7 +283,17 @@ class Meter:
         """SIGKILL every process of the job (all descendants but the judge) until none is left; reap them.
 
         False if some would not go (the caller then falls back to ``kill(-1)``, which ends the judge too).
+
+        With the job cgroups, a job whose cgroup is empty is swept without walking ``/proc`` (~27 system
+        calls and ~0.15 ms of the worker's CPU per job): every job process joins the cgroup before any
+        program code runs and cannot leave it (the cgroup files are root's), a process a job forks is in its
+        parent's cgroup from its first instruction, and a dying main thread whose other threads run on is
+        still listed (Linux >= 5.3). So an empty listing, read afresh, means no job process is left to
+        fork one; what is left to do is reaping. Otherwise (and without job cgroups) the walk runs as before.
         """
+        if self._cgroup_empty():
+            reap()
+            return True
         for round_ in range(2000):
             live = self.tree()
             if self.cgroup:  # the job cgroup lists every job process, also one a walk missed: a process whose
