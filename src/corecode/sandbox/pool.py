@@ -185,17 +185,25 @@ class Sandbox:
         todo = iter(list(copies))
         todo_lock, stop = threading.Lock(), threading.Event()
         finished: queue.SimpleQueue = queue.SimpleQueue()
+        results: list[ExecutionResult | None] = [None] * len(jobs)
 
         def take() -> tuple[int, Job] | None:
             with todo_lock:
                 first = None if stop.is_set() else next(todo, None)
             return None if first is None else (first, self._prepare(jobs[first][0], jobs[first][1], tests))
 
+        if on_result is None:  # results go straight into place: no wake-up of this thread per job
+            def put(item: tuple[int, ExecutionResult]) -> None:
+                for index in copies[item[0]]:
+                    results[index] = item[1]  # frozen: every copy may share the one result object
+        else:  # on_result runs in the caller's thread, as each job finishes
+            put = finished.put
+
         def serve() -> None:
             try:
                 worker = self._idle.get()
                 try:
-                    self._pipeline(worker, take, finished.put)
+                    self._pipeline(worker, take, put)
                 finally:
                     self._idle.put(worker)
             except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
@@ -205,7 +213,6 @@ class Sandbox:
 
         loops = [self._executor.submit(serve) for _ in range(min(len(self._workers), len(copies)))]
         running = len(loops)
-        results: list[ExecutionResult | None] = [None] * len(jobs)
         try:
             while running:
                 item = finished.get()
@@ -492,9 +499,12 @@ def _select(problem: Problem, tests: TestsArg) -> list[TestCase]:
     return list(tests)
 
 
+_STATUS = {status.value: status for status in Status}  # a dict lookup: Status(value) goes through EnumMeta
+
+
 def _to_result(reply: dict, n_tests: int) -> ExecutionResult:
     tests = tuple(
-        TestResult(index=t["index"], status=Status(t["status"]), cpu_time_s=t["cpu_time_s"],
+        TestResult(index=t["index"], status=_STATUS[t["status"]], cpu_time_s=t["cpu_time_s"],
                    wall_time_s=t["wall_time_s"], peak_memory_bytes=t["peak_memory_bytes"],
                    exception=t["exception"], detail=t["detail"], stdout=t["stdout"], stderr=t["stderr"])
         for t in reply["tests"]
