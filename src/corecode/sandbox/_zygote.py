@@ -125,6 +125,7 @@ class Worker:
         # A leader may become its job's program (_direct) only if it was forked as a program child would be.
         self.one_fork = bool(setup.get("one_fork", True)) and (self.quiet_fork or not self.quiet_leader)
         self.hand = None  # the current job's _direct.Handover, in the worker and its leader
+        self.judge_fd = -1  # in the zygote and its leaders: the judge's socket, as the worker sent it
         self.jobdir = os.path.join(self.scratch, "job")  # every job's, fixed (its environment is set for it)
         owner = f",uid={setup['job_uid']},gid={setup['job_uid']}" if info["uid_drop"] else ""
         self.jobdir_options = f"size={setup['scratch_mb']}m,mode=0700{owner}"  # of each job dir's tmpfs
@@ -170,19 +171,14 @@ class Worker:
             if len(msg) != 16 or len(fds) != 6:
                 exit_now(0)  # the worker is gone (or broke the protocol)
             seq, judge_pid = struct.unpack("<qq", msg)
-            if jp.sock is not None:
-                jp.sock.close()
-            if jp.pidfd >= 0:
-                os.close(jp.pidfd)
-            jp.sock, jp.pid, jp.seq, jp.buf = socket.socket(fileno=fds[0]), judge_pid, seq, bytearray()
-            try:
-                jp.pidfd = os.pidfd_open(judge_pid)
-            except OSError:  # it died meanwhile: the leader forks a new one
-                jp.pid, jp.pidfd = 0, -1
-            self.meter.exclude = {judge_pid} if jp.pid else set()
+            # The judge's socket and pidfd are made by a leader that needs them (``_lead``): one that becomes
+            # its program never talks to the judge (the worker does), and here they cost a socket object,
+            # five system calls and the page faults of both on every job.
+            jp.pid, jp.seq, jp.buf, self.judge_fd = judge_pid, seq, bytearray(), fds[0]
+            self.meter.exclude = {judge_pid}
             self.hand = _direct.Handover.leader_only(*fds[1:])
             pid = self._fork_leader()
-            _direct.Handover.close(fds[1:])
+            _direct.Handover.close(fds)
             self.hand = None
             sock.sendall(struct.pack("<q", pid))
             # The status stays in `info`: no Python object holds it. Only an end counts: a stop reported to a
@@ -493,6 +489,14 @@ class Worker:
         # before program code, and one that reads the job has none either; ~30 us of a one-fork job.)
         iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)
         self.meter.self_pid = int(os.readlink("/proc/self"))
+        if self.judge_fd >= 0:  # forked by the zygote: the judge it was told of, by socket and pidfd
+            jp = self.judge
+            jp.sock, self.judge_fd = socket.socket(fileno=self.judge_fd), -1
+            try:
+                jp.pidfd = os.pidfd_open(jp.pid)
+            except OSError:  # it died meanwhile: run_job forks a new one
+                jp.pid, jp.pidfd = 0, -1
+                self.meter.exclude = set()
         if public.get("kind") == "measure":
             try:
                 reply = _measure.serve(self, public, recv)
