@@ -8,6 +8,7 @@ import ctypes
 import importlib.util
 import os
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -362,6 +363,43 @@ def test_a_stopped_or_killed_judge_never_fails_the_next_job(sb):
         results = sb.run_batch([(GOOD_ADD + f"# copy {i}\n", ADD) for i in range(4)])  # distinct: all 4 run
         assert [r.status for r in results] == [Status.PASSED] * 4, sig
     assert_clean(sb)
+
+
+def test_a_judge_that_dies_before_reading_the_secret_hands_the_job_over(sb):
+    """The race behind the test above, made certain: the judge is held (ptrace-stopped, which the worker's
+    SIGCONT does not undo) while the worker sends it the next job, then killed before it read the job's
+    secret. The job goes to a new judge with its program still waiting for the first call, and passes;
+    until the seventh session the program was ended with the judge, and the honest job failed ("the judge
+    ended before the program's tests did"), ~3 % of jobs in the test above under load."""
+    import ctypes
+    import signal
+    import threading
+
+    from test_sandbox_helpers import judge_of
+
+    if os.getuid() != 0:
+        pytest.skip("needs root to trace and kill the judge")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    PTRACE_SEIZE, PTRACE_INTERRUPT, WALL = 0x4206, 0x4207, 0x40000000
+    with Sandbox(SandboxConfig(workers=1, time_limit_s=2.0, reference_timing=False)) as one:
+        for attempt in range(3):
+            assert one.run(GOOD_ADD, ADD).passed
+            judge = judge_of(one, one.worker_pids[0])
+            assert judge, "no judge found"
+            if libc.ptrace(PTRACE_SEIZE, judge, None, None) != 0:
+                pytest.skip(f"cannot trace the judge here (errno {ctypes.get_errno()})")
+            libc.ptrace(PTRACE_INTERRUPT, judge, None, None)
+            os.waitpid(judge, WALL)  # it is stopped now
+            got = []
+            runner = threading.Thread(target=lambda: got.append(one.run(GOOD_ADD + f"# {attempt}\n", ADD)))
+            runner.start()
+            time.sleep(0.5)  # the worker sent the job to the stopped judge and waits for it
+            os.kill(judge, signal.SIGKILL)
+            os.waitpid(judge, WALL)  # as its tracer: the worker reaps it after us
+            runner.join(60)
+            result = got[0]
+            assert result.passed, [(t.status, t.detail) for t in result.tests]
 
 
 def test_prompt_helpers_are_trusted_but_stubs_are_the_programs(sb):
