@@ -371,7 +371,6 @@ def test_a_judge_that_dies_before_reading_the_secret_hands_the_job_over(sb):
     secret. The job goes to a new judge with its program still waiting for the first call, and passes;
     until the seventh session the program was ended with the judge, and the honest job failed ("the judge
     ended before the program's tests did"), ~3 % of jobs in the test above under load."""
-    import ctypes
     import signal
     import threading
 
