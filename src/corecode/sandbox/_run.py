@@ -704,6 +704,7 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
     secret = take_secret(judge["ctl_in"])
     fds = [secret] + ([program["req_w"], program["rep_r"], program["out_fd"], program["err_fd"]] if program else [])
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
+    phase = None  # when, and at which job CPU, the program's load began: the first attempt's, for every one
     try:
         for _ in range(3):
             # A judge that died before it read this job's secret (e.g. killed, without root, by the last
@@ -715,7 +716,10 @@ def run_job(public: dict, ctx: dict, judge: dict) -> None:
             except OSError:
                 _judge_gone(jp, ctx["meter"], kill=True)
                 continue
-            state = _supervise(ctx, public, function, program, jp, budget, t0)
+            # Held from the first attempt on: a hand-over does not restart the load's clocks (red team: a
+            # program that stopped and killed its judges got 2.4 s of load CPU under a 1 s limit)
+            phase = phase or (time.monotonic(), meter.cpu())
+            state = _supervise(ctx, public, function, program, jp, budget, t0, phase=phase)
             if state["secret"] or state["replied"] or state["killed"]:
                 break
     finally:
@@ -1045,7 +1049,7 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
             # Ended here, the job failed whatever the next judge did: a judge killed a moment before the
             # job was sent (without root, by the previous job's program) failed an honest job (3 % of jobs
             # under load in tests/test_sandbox_cheats.py's judge-killing test).
-            handed_over = not (state["secret"] or state["killed"])
+            handed_over = not (state["secret"] or state["killed"]) and p_reason is None  # not one we killed
             if p_alive and not handed_over:  # the job is over or lost: the program ends with it, its death
                 # recorded for the caller
                 _kill(pfd)
