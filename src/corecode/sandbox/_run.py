@@ -214,6 +214,14 @@ class Meter:
         """True only if the job cgroup's process list was read and holds no job process (``sweep``)."""
         if not self.cgroup or not _LISTS_DYING_LEADERS:
             return False
+        pids = self._cgroup_pids()
+        return pids is not None and all(p in self.exclude or p in self.spare or p == self.self_pid for p in pids)
+
+    def _cgroup_pids(self) -> list[int] | None:
+        """The job cgroup's process list; None when it cannot be read."""
+        # Opened afresh each time: cgroup v1 serves a cgroup.procs read again on an open descriptor from the
+        # pid list it cached at the first read (for as long as it is read within a second), so helpers
+        # forked since would be missed and dead pids listed.
         try:
             fd = os.open(f"/proc/self/fd/{self.fds['procs']}", os.O_RDONLY)
             try:
@@ -222,28 +230,14 @@ class Meter:
                     chunks.append(chunk)
             finally:
                 os.close(fd)
-            pids = [int(p) for p in b"".join(chunks).split()]
+            return [int(p) for p in b"".join(chunks).split()]
         except (OSError, ValueError):
-            return False
-        return all(p in self.exclude or p in self.spare or p == self.self_pid for p in pids)
+            return None
 
     def pids(self) -> list[int]:
         """The job's processes: every descendant of the worker outside the judge's subtree."""
         if self.cgroup:
-            # Opened afresh each time: cgroup v1 serves a cgroup.procs read again on an open descriptor
-            # from the pid list it cached at the first read (for as long as it is read within a second),
-            # so helpers forked since would be missed and dead pids listed.
-            try:
-                fd = os.open(f"/proc/self/fd/{self.fds['procs']}", os.O_RDONLY)
-                try:
-                    chunks = []
-                    while chunk := os.read(fd, 1 << 16):
-                        chunks.append(chunk)
-                finally:
-                    os.close(fd)
-                return [int(p) for p in b"".join(chunks).split()]
-            except (OSError, ValueError):
-                return []
+            return self._cgroup_pids() or []
         return list(self._descendants())
 
     def tree(self) -> list[int]:
