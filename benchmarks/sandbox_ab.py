@@ -46,6 +46,12 @@ def tree_cpu(root: int) -> float:
 def child(src: str, workers: int) -> int:
     """One version: warm a sandbox, then one batch per line on stdin, 'wall cpu_per_job_ms passed' back."""
     sys.path.insert(0, src)
+    import corecode
+
+    if not Path(corecode.__file__).resolve().is_relative_to(Path(src).resolve()):
+        print(f"{src}: corecode was imported from {Path(corecode.__file__).parent} instead; pass a src directory "
+              "that holds corecode/ (e.g. one exported with git archive)", file=sys.stderr)
+        return 2
     from corecode.benchmarks import load_benchmark
     from corecode.sandbox import Sandbox, SandboxConfig
 
@@ -82,9 +88,10 @@ def main() -> int:
                                "--workers", str(args.workers)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True, env=env) for src in (args.first, args.second)]
     try:
-        for p in procs:
+        for src, p in zip((args.first, args.second), procs):
             if p.stdout.readline().strip() != "ready":
-                raise SystemExit("a version failed to start its sandbox")
+                raise SystemExit(f"{src}: no sandbox started (is it a src directory with corecode/ in it? its "
+                                 "error is printed above)")
         walls: list[list[float]] = [[], []]
         cpus: list[list[float]] = [[], []]
         for _ in range(args.rounds):
