@@ -150,10 +150,11 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
     state = {"secret": False, "replied": False, "killed": False, "judge_exit": "no judge process"}
     secret = _run.take_secret(worker.ctl_in)  # the judge reads it from a memfd: the pipe is past the job now
     # The leader's CPU figure is the job cgroup's; without job cgroups it summed the leader's own
-    # descendants (none), while ours sum every process below the worker (the zygote's reaped past), so the
-    # load is measured from the first attempt's start instead. Either way one start for every attempt: a
-    # hand-over to a new judge does not restart the load's clocks (red team, seventh session).
-    phase = (header["t0"], header["c0"]) if meter.cgroup else None
+    # descendants (none), while ours sum the program's tree (and every process below the worker we can
+    # read), so the load is measured from the program's fork: all of its own CPU is load. Either way one
+    # start for every attempt: a hand-over to a new judge does not restart the load's clocks (red team,
+    # seventh session).
+    phase = (header["t0"], header["c0"] if meter.cgroup else meter.cpu() - meter.cpu_of(pid))
     try:
         for _ in range(3):  # a judge that died before it read the secret is replaced, the job handed over again
             _run._ensure_judge(judge_ctx, judge)
@@ -164,7 +165,6 @@ def supervise(worker, pid: int, header: dict, hand: Handover, judge: dict, judge
             except OSError:
                 _run._judge_gone(jp, meter, kill=True)
                 continue
-            phase = phase or (time.monotonic(), meter.cpu())
             state = _run._supervise(ctx, public, function, program, jp, budget, header["t0"], phase=phase)
             if state["secret"] or state["replied"] or state["killed"]:
                 break

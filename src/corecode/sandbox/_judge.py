@@ -74,6 +74,7 @@ class Events:
         self.seq = 0
         self.deaths: dict[int, tuple[str, str]] = {}  # job number -> why its program child died
         self.phase_fd = -1  # the worker's phase memfd (``begin``), set by ``serve``
+        self.mark: tuple | None = None  # the supervisor's answer to ``measure``
 
     @property
     def dead(self) -> tuple[str, str] | None:
@@ -87,6 +88,20 @@ class Events:
         """Test ``local`` of this job begins at job CPU ``cpu``, time ``now``: written where the worker reads it
         at its next wake-up (``_run.PHASE``), without waking it (a wake-up per test was ~50 us of both)."""
         os.pwrite(self.phase_fd, PHASE.pack(self.seq, local, float(cpu), float(now)), 0)
+
+    def measure(self, tag: str, local: int) -> tuple[float, int]:
+        """Without the job cgroups: test ``local`` begins (``tag`` "test") or ended ("tested"), measured by
+        the supervisor, which waits for this word (one round trip per boundary). The judge cannot measure
+        there: hidepid=2 hides every job process from it (it runs in a user namespace of its own), so its
+        own walk of /proc found nothing and every test's CPU read 0 s (red team, seventh session: 1.9 s of
+        CPU passed a 1.0 s limit). The answer: the test's CPU so far (helpers included) and its peak
+        memory, for "tested"; zeros for "test"."""
+        self.mark = None
+        self.send(tag, self.seq, local)
+        while self.mark is None:
+            select.select([self.ack_r], [], [])
+            self.pump()
+        return self.mark
 
     def pump(self) -> None:
         """Read what the worker sent (the caller knows the socket is readable)."""
@@ -109,6 +124,8 @@ class Events:
                 self.fds = []
             elif item[0] == "dead" and item[1] >= self.seq:  # may arrive with its job's own frame
                 self.deaths[item[1]] = (item[2], item[3])
+            elif item[0] == "mark" and item[1] == self.seq and len(item) == 4:
+                self.mark = (float(item[2]), int(item[3]))
 
     def next_job(self) -> tuple[dict, list[int]]:
         while not self.jobs:
@@ -447,7 +464,7 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
     if load is not None and load[0] is not None and meter.cgroup and meter.cpu() - load[0] > load[1]:
         # As for a test: helpers on several cores can finish loading before the supervisor's first look at
         # the job's CPU (red team: ~1.1 s under a 1.0 s load limit, with a widened CPU affinity). Only with
-        # the job cgroups: without them the leader's and the judge's /proc sums start from other processes.
+        # the job cgroups: without them the supervisor makes this check when the first test begins.
         used = meter.cpu() - load[0]
         return [vd.result(i, "timeout", detail=f"loading the program used {used:.2f} s of CPU (helpers "
                                                 f"included), limit {load[1]:.2f} s") for i in indices]
@@ -460,10 +477,16 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
         # Measured here, from the job's cgroups (or /proc), which the program cannot write; the supervisor
         # reads where each test began from the phase memfd (Events.begin: no message, no wake-up) to apply
         # the test's CPU and wall limits, which hold until the next test begins or the judge replies.
-        c0 = meter.cpu()
-        meter.reset_peak()
-        t0 = time.monotonic()
-        events.begin(local, c0, t0)
+        # Without the job cgroups the supervisor measures (``Events.measure``).
+        local_meter = meter.cgroup
+        if local_meter:
+            c0 = meter.cpu()
+            meter.reset_peak()
+            t0 = time.monotonic()
+            events.begin(local, c0, t0)
+        else:
+            events.measure("test", local)
+            t0 = time.monotonic()
         outcome: dict = {"status": "passed"}
         try:
             if spec[0] == "call":
@@ -493,8 +516,11 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
         except BaseException as exc:  # noqa: BLE001 - every failure of a test is its verdict
             outcome = _status_of(exc)
         wall = time.monotonic() - t0
-        fields = {"cpu_time_s": max(0.0, meter.cpu() - c0), "wall_time_s": wall,
-                  "peak_memory_bytes": int(meter.peak() or 0)}
+        if local_meter:
+            cpu, peak = meter.cpu() - c0, meter.peak() or 0
+        else:
+            cpu, peak = events.measure("tested", local)
+        fields = {"cpu_time_s": max(0.0, cpu), "wall_time_s": wall, "peak_memory_bytes": int(peak)}
         if limits is not None and fields["cpu_time_s"] > limits[local]:
             # Work spread over helpers on several cores can end between two looks of the supervisor at
             # the job's CPU (red team: 1.1 s of CPU in 0.57 s of wall passed a 0.6 s limit): the test's

@@ -229,7 +229,10 @@ class Worker:
             header = _direct.read_header(hand.hdr_r)
             if header is not None:  # the leader became the program: supervise it here
                 self.meter.watch(pid)
-                _direct.supervise(self, pid, header, hand, judge, judge_ctx, reap)
+                try:
+                    _direct.supervise(self, pid, header, hand, judge, judge_ctx, reap)
+                finally:
+                    self.meter.watch(0)  # its pid may be the next job's (the pid counter is set back)
                 reap()
                 self._reap_nowait()
                 return LEADER_DONE  # a judge that died or was killed is already forgotten, in our own state
