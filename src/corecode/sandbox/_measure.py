@@ -52,6 +52,7 @@ import time
 import traceback
 
 import _digest
+import _meter
 import _run
 
 FRAME = "report"
@@ -293,7 +294,7 @@ def _reset_hwm(pid: int) -> int | None:
             f.write("5")
     except OSError:
         return None
-    return _run._status_field(pid, b"VmRSS:")
+    return _meter._status_field(pid, b"VmRSS:")
 
 
 def _wait_begin(pid: int, result_r: int, frames, limit_s: float) -> bool:
@@ -432,7 +433,7 @@ def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: flo
             os.write(ack_w, b"g")
             killed, cpu = _until_report(pid, result_r, out_fd, frames, limits, cpu_cap, meter, c0)
             peak = meter.peak() if meter.cgroup else None
-            hwm = _run._status_field(pid, b"VmHWM:")
+            hwm = _meter._status_field(pid, b"VmHWM:")
             if hwm is not None and rss0 is not None:
                 peak = max(peak or 0, hwm - rss0)
     finally:

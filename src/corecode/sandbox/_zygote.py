@@ -36,6 +36,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _isolation as iso  # noqa: E402
+import _meter  # noqa: E402
 import _run  # noqa: E402
 import _measure  # noqa: E402  (the measurement pass of passing programs)
 import _cases  # noqa: E402,F401  (stdin/stdout cases: a template per program, _run.run_job)
@@ -96,7 +97,7 @@ class Worker:
         info["job_cgroup"] = bool(meter_fds)
         # no kernel keyrings and no page-cache probes for any job process (_isolation: what they carried)
         info["syscall_filter"] = bool(setup["isolate"]) and iso.install_syscall_filter(no_user_namespaces=self.as_root)
-        self.meter = _run.Meter(meter_fds)
+        self.meter = _meter.Meter(meter_fds)
         self.reply_fd = _run._memfd("reply")  # the judge's reply, passed on with sendfile
         self.leader_out = _run._memfd("leader-out")  # a job leader's whole answer, sent on after its exit
         self.judge = _run.JudgeProcess()  # forked when the first job needs it
@@ -516,7 +517,7 @@ class Worker:
 
 
 def _open_job_cgroups(paths: dict) -> dict:
-    """Descriptors on the job's cgroup files (see ``_run.Meter``); {} when there are none."""
+    """Descriptors on the job's cgroup files (see ``_meter.Meter``); {} when there are none."""
     if not paths.get("cpuacct") or not paths.get("memory"):
         return {}
     cpu, mem = paths["cpuacct"], paths["memory"]
