@@ -35,9 +35,11 @@ as a failure and the next honest job passes on the fresh worker.
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 import pytest
 
+import corecode.sandbox
 from corecode.sandbox import Sandbox, SandboxConfig
 from corecode.types import AssertTest, Status
 from test_sandbox_helpers import ADD, GOOD_ADD
@@ -403,6 +405,133 @@ def test_without_root_each_test_is_measured_and_held_to_its_cpu_limit(tmp_path, 
     fair = out["fair"]
     assert [t[0] for t in fair] == ["passed", "passed"] and all(0.25 <= t[1] < 0.9 for t in fair), out
     assert out["memory"][0][0] == "passed" and out["memory"][0][2] >= 150 << 20, out
+
+
+UNPRIVILEGED_HIDING = """
+import json, os, sys, time
+sys.path.insert(0, SRC)
+from corecode.sandbox import Sandbox, SandboxConfig
+from corecode.types import AssertTest
+HEAD = ("import os, time, ctypes\\nlibc = ctypes.CDLL(None, use_errno=True)\\n"
+        "def busy(s):\\n    t = time.process_time()\\n    while time.process_time() - t < s:\\n        pass\\n"
+        "def hide():\\n    return libc.prctl(4, 0, 0, 0, 0)\\n")  # PR_SET_DUMPABLE 0
+# a grandchild that hides from /proc (hidepid=2) and works while the program waits for it on a pipe
+ORPHAN = ("    r, w = os.pipe()\\n    pid = os.fork()\\n    if pid == 0:\\n        if os.fork() == 0:\\n"
+          "            os.close(r); hide(); busy(2.5); os._exit(0)\\n        os._exit(0)\\n"
+          "    os.close(w); os.waitpid(pid, 0)\\n    os.read(r, 1); os.close(r)\\n")
+PROGRAMS = {
+    "orphan": HEAD + "def f(x):\\n" + ORPHAN + "    return 2 * x\\n",
+    "self": HEAD + "def f(x):\\n    hide(); busy(2.5)\\n    return 2 * x\\n",
+    "load": HEAD + "def g():\\n" + ORPHAN.replace("busy(2.5)", "busy(2.0)") + "g()\\ndef f(x):\\n    return 2 * x\\n",
+    # a hidden helper that would outlive its job (the sweep could not read it)
+    "survivor": HEAD + "def f(x):\\n    if os.fork() == 0:\\n        if os.fork() == 0:\\n"
+                "            hide(); os.setsid(); libc.prctl(15, b'SURVIVOR', 0, 0, 0); time.sleep(30)\\n"
+                "        os._exit(0)\\n    return 2 * x\\n",
+    "report": HEAD + "def f(x):\\n    return hide(), ctypes.get_errno()\\n",
+}
+def survivors():
+    found = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            found += open(f"/proc/{pid}/comm").read().strip() == "SURVIVOR"
+        except OSError:
+            pass
+    return found
+config = SandboxConfig(workers=1, time_limit_s=1.0, reference_timing=False, python=sys.executable,
+                       one_fork_jobs=ONE_FORK)
+out = {}
+with Sandbox(config) as sb:
+    for name, source in PROGRAMS.items():
+        r = sb.execute(source, [AssertTest("assert f(21) == 42")] * 2)
+        out[name] = [[t.status.value, t.cpu_time_s, t.detail] for t in r.tests]
+    time.sleep(0.3)
+    out["survivors"] = survivors()
+    out["honest"] = sb.execute("def f(x):\\n    return 2 * x\\n", [AssertTest("assert f(21) == 42")]).passed
+    out["user_namespace"] = sb.isolation.get("user_namespace", False)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("one_fork", [True, False])
+def test_without_root_a_process_cannot_hide_from_the_meter(tmp_path, one_fork):
+    """Red team (eighth session): without root the supervisor sums a job's CPU from /proc, mounted
+    hidepid=2, which shows a process that is not dumpable to no one else. A grandchild that made itself so
+    burned 2.5 s under a 1.0 s limit and passed (cpu_time_s 0.0), so did the program itself and a load that
+    hid its work; a hidden helper outlived its job (the sweep could not read it) and slowed the next
+    ones. The program filter now refuses prctl(PR_SET_DUMPABLE)."""
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
+
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_HIDING, timeout=180, ONE_FORK=one_fork)
+    for name in ("orphan", "self", "load"):
+        assert out[name][0][0] == "timeout", out
+    assert out["report"][0][0] == "wrong_answer" and "(-1, 1)" in out["report"][0][2], out  # EPERM
+    assert out["survivors"] == 0 and out["honest"], out
+
+
+UNPRIVILEGED_METER = """
+import json, os, signal, sys, time, ctypes
+sys.path.insert(0, SANDBOX)
+import _isolation as iso
+import _meter
+# As an unprivileged worker: a user, mount and PID namespace entered after exec, /proc mounted hidepid=2
+uid, gid = os.getuid(), os.getgid()
+iso.unshare(iso.CLONE_NEWUSER | iso.CLONE_NEWNS | iso.CLONE_NEWPID)
+open("/proc/self/setgroups", "w").write("deny")
+open("/proc/self/uid_map", "w").write(f"0 {uid} 1")
+open("/proc/self/gid_map", "w").write(f"0 {gid} 1")
+r, w = os.pipe()
+pid = os.fork()
+if pid:
+    os.close(w)
+    print(os.read(r, 1 << 16).decode())
+    os.waitpid(pid, 0)
+    sys.exit(0)
+os.close(r)
+iso.mount(None, "/", None, iso.MS_REC | iso.MS_PRIVATE)
+iso.mount("proc", "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC, "hidepid=2")
+iso.prctl(iso.PR_SET_CHILD_SUBREAPER, 1)
+go_r, go_w = os.pipe()
+helper = os.fork()
+if helper == 0:  # a job process that hides by a way the program filter does not refuse
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+    t = time.process_time()
+    while time.process_time() - t < 0.5:
+        pass
+    os.write(go_w, b"x")
+    time.sleep(60)
+    os._exit(0)
+os.read(go_r, 1)
+meter = _meter.Meter({})
+out = {"readable": os.path.exists(f"/proc/{helper}/stat"), "pids": meter.pids() == [helper], "cpu": meter.cpu()}
+out["tree"] = meter.tree() == [helper]
+def reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+out["swept"] = meter.sweep(reap)
+try:
+    os.kill(helper, 0)
+    out["gone"] = False
+except ProcessLookupError:
+    out["gone"] = True
+out["user_namespace"] = True
+os.write(w, json.dumps(out).encode())
+"""
+
+
+def test_without_root_the_meter_counts_and_sweeps_a_process_it_cannot_read(tmp_path):
+    """Defence for ways to stop being dumpable that the program filter does not refuse: in the worker's
+    situation (namespaces entered after exec, hidepid=2) a job process whose /proc it cannot read is still
+    counted (its process CPU clock, which needs no permission) and killed by the sweep (it was skipped)."""
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
+
+    sandbox_dir = str(Path(corecode.sandbox.__file__).parent)
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_METER, timeout=60, SANDBOX=sandbox_dir)
+    assert not out["readable"] and out["pids"], out  # the situation: listed by its parent, hidden from it
+    assert 0.4 <= out["cpu"] < 5, out
+    assert out["tree"] and out["swept"] and out["gone"], out
 
 
 UNPRIVILEGED_POISON = """

@@ -80,6 +80,16 @@ def _open_stat(pid: int) -> int:
         return -1
 
 
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 class Meter:
     """CPU time and peak memory of *everything* a job's child starts, read by the worker, never by the job.
 
@@ -125,11 +135,15 @@ class Meter:
     def cpu(self) -> float:
         if self.cgroup:
             return int(self._read("cpu")) / 1e9
-        return sum(self.cpu_of(pid) for pid in self.pids())
+        spare = self.spare  # (a case template or the zygote: their own CPU is not the job's, as before)
+        return sum(self.cpu_of(pid, pid not in spare) for pid in self.pids())
 
     @staticmethod
-    def cpu_of(pid: int) -> float:
-        """One process's CPU (all its threads) and its reaped children's, from /proc; 0 if it cannot be read."""
+    def cpu_of(pid: int, clock: bool = True) -> float:
+        """One process's CPU (all its threads) and its reaped children's, from /proc. For a process whose
+        /proc we cannot read (not dumpable, without root), its threads' CPU from its process CPU clock,
+        which the kernel gives any process of the PID namespace (its reaped children's is lost there),
+        unless ``clock`` is off; 0 if it is gone."""
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
@@ -141,7 +155,13 @@ class Meter:
                 pass
             return own + (int(fields[13]) + int(fields[14])) / TICK
         except (OSError, ValueError, IndexError):
-            return 0.0
+            if not clock:
+                return 0.0
+            try:
+                return time.clock_gettime(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of the process ``pid``
+            except (OSError, OverflowError):
+                return 0.0
+
 
     def _cgroup_empty(self) -> bool:
         """True only if the job cgroup's process list was read and holds no job process (``sweep``)."""
@@ -183,7 +203,11 @@ class Meter:
                 if _read_proc(f"/proc/{kid}/stat").rsplit(b")", 1)[1].split()[0] == b"Z" and not _live_threads(kid):
                     continue
             except (OSError, IndexError):
-                continue
+                # Gone, or hidden from us (not dumpable, without root: hidepid=2). One that is there is
+                # killed like the rest: the sweep left such a helper running into later jobs (red team,
+                # eighth session; the program filter now refuses PR_SET_DUMPABLE, this is for other ways).
+                if not _exists(kid):
+                    continue
             out.append(kid)
         return out
 
