@@ -428,6 +428,15 @@ PROGRAMS = {
                 "            hide(); os.setsid(); libc.prctl(15, b'SURVIVOR', 0, 0, 0); time.sleep(30)\\n"
                 "        os._exit(0)\\n    return 2 * x\\n",
     "report": HEAD + "def f(x):\\n    return hide(), ctypes.get_errno()\\n",
+    # helpers of ~15 ms each, reaped by the kernel (SIGCHLD ignored), whose CPU reaches no one's child times
+    "reaped": HEAD + "import signal\\ntry:\\n    signal.signal(signal.SIGCHLD, signal.SIG_IGN)\\nexcept OSError:\\n"
+              "    pass\\ndef f(x):\\n    end = time.monotonic() + 2.9\\n    while time.monotonic() < end:\\n"
+              "        if os.fork() == 0:\\n            busy(0.015)\\n            os._exit(0)\\n"
+              "        time.sleep(0.007)\\n    return 2 * x\\n",
+    # what an honest program does with children and SIGCHLD keeps working
+    "children": "import signal, subprocess\\ndef f(x):\\n    assert signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL\\n"
+                "    out = subprocess.run(['sh', '-c', 'echo 21'], capture_output=True, text=True).stdout\\n"
+                "    return int(out) + x\\n",
 }
 def survivors():
     found = 0
@@ -458,12 +467,16 @@ def test_without_root_a_process_cannot_hide_from_the_meter(tmp_path, one_fork):
     hidepid=2, which shows a process that is not dumpable to no one else. A grandchild that made itself so
     burned 2.5 s under a 1.0 s limit and passed (cpu_time_s 0.0), so did the program itself and a load that
     hid its work; a hidden helper outlived its job (the sweep could not read it) and slowed the next
-    ones. The program filter now refuses prctl(PR_SET_DUMPABLE)."""
+    ones. The program filter now refuses prctl(PR_SET_DUMPABLE). A second red team: helpers of ~15 ms
+    each, reaped by the kernel because the program ignored SIGCHLD, used ~5.8 s of CPU per test and passed
+    the 1.0 s limit reporting ~0.2 s (their CPU reaches no one's child times); the filter now refuses
+    setting SIGCHLD's action."""
     from test_sandbox_unprivileged import run_sandbox_unprivileged
 
     out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_HIDING, timeout=180, ONE_FORK=one_fork)
-    for name in ("orphan", "self", "load"):
+    for name in ("orphan", "self", "load", "reaped"):
         assert out[name][0][0] == "timeout", out
+    assert [t[0] for t in out["children"]] == ["passed", "passed"], out
     assert out["report"][0][0] == "wrong_answer" and "(-1, 1)" in out["report"][0][2], out  # EPERM
     assert out["survivors"] == 0 and out["honest"], out
 

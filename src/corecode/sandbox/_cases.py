@@ -754,8 +754,8 @@ def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, c
     recursion, setrecursionlimit, settrace, setprofile = (sys.getrecursionlimit(), sys.setrecursionlimit,
                                                           sys.settrace, sys.setprofile)
     getsignal, set_handler, setitimer, sigmask = signal.getsignal, signal.signal, signal.setitimer, signal.pthread_sigmask
-    sigpending, ignore, block, set_mask, result_fd = (signal.sigpending, signal.SIG_IGN, signal.SIG_BLOCK,
-                                                      signal.SIG_SETMASK, jc.RESULT_FD)
+    sigpending, take, block, set_mask, result_fd = (signal.sigpending, signal.sigtimedwait, signal.SIG_BLOCK,
+                                                    signal.SIG_SETMASK, jc.RESULT_FD)
     timers = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
     handlers = {}
     for number in signal.valid_signals():
@@ -771,7 +771,9 @@ def _case_runner(code, user_ns: bool, uid_drop: bool, job_uid: int, ipc: bool, c
         for timer in timers:
             setitimer(timer, 0)
         for number in sigpending():  # raised while the harness waited (blocked): dropped, as a fresh
-            set_handler(number, ignore)  # process never got them
+            take((number,), 0)           # process never got them (taken, not ignored and set back: the
+            # program filter refuses setting SIGCHLD's action, so a case's child that ended during the wait
+            # would have ended the runner)
         for number, handler in handlers.items():
             if getsignal(number) is not handler:
                 set_handler(number, handler)
