@@ -182,3 +182,43 @@ def test_corpus_pairs_with_huge_gaps_are_ranked_by_both_terms(sb):
         a, b = measure(sb, small, problems[task]), measure(sb, large, problems[task])
         r = coder_group_rewards([Outcome(1.0, 0.0, a.peak_memory_bytes), Outcome(1.0, 0.0, b.peak_memory_bytes)], config)
         assert r[0] > r[1], (task, a, b)
+
+
+UNPRIVILEGED_MEASURE = """
+import json, sys
+sys.path.insert(0, SRC)
+from corecode.sandbox import MeasureConfig, Sandbox, SandboxConfig, measure
+from corecode.types import AssertTest, Problem
+P = Problem(id="p", source="toy", statement="4 * a", entry_point="f", tests=(AssertTest("assert f(10) == 40"),))
+WORK = "def work():\\n    s = 0\\n    for i in range(2000000):\\n        s += 1\\n"
+PROGRAMS = {
+    "trivial": "def f(a):\\n    return 4 * a\\n",
+    "inline": WORK + "def f(a):\\n    work()\\n    return 4 * a\\n",
+    "thread": "import threading\\n" + WORK + "def f(a):\\n    t = threading.Thread(target=work)\\n    t.start()\\n"
+              "    t.join()\\n    return 4 * a\\n",
+    "helper": "import os\\n" + WORK + "def f(a):\\n    pid = os.fork()\\n    if pid == 0:\\n        work()\\n"
+              "        os._exit(0)\\n    os.waitpid(pid, 0)\\n    return 4 * a\\n",
+}
+out = {}
+with Sandbox(SandboxConfig(workers=1, reference_timing=False, time_limit_s=5.0, python=sys.executable)) as sb:
+    for name, source in PROGRAMS.items():
+        m = measure(sb, source, P, config=MeasureConfig(target_round_s=0.002, rounds=2, budget_s=0.02))
+        out[name] = [m.ok, m.cpu_time_s]
+    out["user_namespace"] = sb.isolation.get("user_namespace", False)
+print(json.dumps(out))
+"""
+
+
+def test_without_root_work_in_a_thread_or_a_helper_is_measured(tmp_path):
+    """Without the job cgroups (no root) the measurement read the main thread's schedstat only, so a
+    program that ran its work in a thread or in a helper process it waited for was measured as almost free
+    (an efficiency reward for hiding work). It now reads the process's CPU clock (all threads), its reaped
+    children's times and every other live process of the job."""
+    from test_sandbox_unprivileged import run_sandbox_unprivileged
+
+    out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_MEASURE, timeout=300)
+    assert all(ok for ok, _ in (out[k] for k in ("trivial", "inline", "thread", "helper"))), out
+    trivial, inline = out["trivial"][1], out["inline"][1]
+    assert inline > 10 * trivial, out  # the work is visible at all
+    for name in ("thread", "helper"):
+        assert out[name][1] > 10 * trivial and out[name][1] > inline / 5, out  # was ~inline / 60
