@@ -147,12 +147,10 @@ class Meter:
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-            own = (int(fields[11]) + int(fields[12])) / TICK
-            try:
-                with open(f"/proc/{pid}/schedstat", "rb") as f:
-                    own = max(own, int(f.read().split()[0]) / 1e9)
-            except (OSError, ValueError, IndexError):
-                pass
+            try:  # every thread, in ns (utime and stime are whole ticks, each rounded down: a red team hid
+                own = time.clock_gettime(((~pid) << 3) | 2)  # ~10 ms per helper in its second thread)
+            except OSError:
+                own = (int(fields[11]) + int(fields[12])) / TICK
             return own + (int(fields[13]) + int(fields[14])) / TICK
         except (OSError, ValueError, IndexError):
             if not clock:
