@@ -213,6 +213,15 @@ PROGRAMS = {
              "        lo = a2\\n    os.close(w)\\n    data = b''\\n    while True:\\n        b = os.read(r, 4096)\\n"
              "        if not b:\\n            break\\n        data += b\\n"
              "    assert sum(int(x) for x in data.split()) == 2000000\\n    return 4 * a\\n",
+    # the work in a child of a new PID namespace's init: when the init exits, the kernel kills and reaps
+    # the child itself (in a plain waited helper where the namespace cannot be made)
+    "pidns": "import ctypes, os, signal\\n" + WORK +
+             "def f(a):\\n    libc = ctypes.CDLL(None, use_errno=True)\\n    pidns = libc.unshare(0x20000000) == 0\\n"
+             "    r, w = os.pipe()\\n    init = os.fork()\\n    if init == 0:\\n"
+             "        if not pidns or os.fork() == 0:\\n            work()\\n            os.write(w, b'1')\\n"
+             "            if not pidns:\\n                os._exit(0)\\n            while True:\\n"
+             "                signal.pause()\\n        os.read(r, 1)\\n        os._exit(0)\\n"
+             "    os.close(w)\\n    os.waitpid(init, 0)\\n    return 4 * a\\n",
 }
 out = {}
 with Sandbox(SandboxConfig(workers=1, reference_timing=False, time_limit_s=5.0, python=sys.executable)) as sb:
@@ -230,12 +239,14 @@ def test_without_root_work_in_a_thread_or_a_helper_is_measured(tmp_path):
     (an efficiency reward for hiding work). It now reads the process's CPU clock (all threads), its reaped
     children's times and every other live process of the job; and since /proc gives those in whole ticks,
     rounded down per field and process, also the total of everything the run's processes used once they
-    are all reaped (a red team hid ~4/5 of the work in slices under a tick, each in its own helper)."""
+    are all reaped (a red team hid ~4/5 of the work in slices under a tick, each in its own helper). A
+    third red team did the work in a child of a new PID namespace's init, which the kernel kills and reaps
+    itself when the init exits: the program filter now refuses new PID namespaces."""
     from test_sandbox_unprivileged import run_sandbox_unprivileged
 
     out = run_sandbox_unprivileged(tmp_path, UNPRIVILEGED_MEASURE, timeout=300)
-    assert all(ok for ok, _ in (out[k] for k in ("trivial", "inline", "thread", "helper", "ticks"))), out
+    assert all(ok for ok, _ in (out[k] for k in ("trivial", "inline", "thread", "helper", "ticks", "pidns"))), out
     trivial, inline = out["trivial"][1], out["inline"][1]
     assert inline > 10 * trivial, out  # the work is visible at all
-    for name in ("thread", "helper", "ticks"):  # were ~inline / 60, inline / 60 and (a red team) inline / 5
+    for name in ("thread", "helper", "ticks", "pidns"):  # were ~1/60, 1/60, 1/5 and 1/20 of inline
         assert out[name][1] > 10 * trivial and out[name][1] > inline / 2, out

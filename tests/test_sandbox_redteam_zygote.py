@@ -428,6 +428,7 @@ PROGRAMS = {
                 "            hide(); os.setsid(); libc.prctl(15, b'SURVIVOR', 0, 0, 0); time.sleep(30)\\n"
                 "        os._exit(0)\\n    return 2 * x\\n",
     "report": HEAD + "def f(x):\\n    return hide(), ctypes.get_errno()\\n",
+    "report_pidns": HEAD + "def f(x):\\n    return libc.unshare(0x20000000), ctypes.get_errno()\\n",  # CLONE_NEWPID
     # helpers of ~15 ms each, reaped by the kernel (SIGCHLD ignored), whose CPU reaches no one's child times
     "reaped": HEAD + "import signal\\ntry:\\n    signal.signal(signal.SIGCHLD, signal.SIG_IGN)\\nexcept OSError:\\n"
               "    pass\\ndef f(x):\\n    end = time.monotonic() + 2.9\\n    while time.monotonic() < end:\\n"
@@ -478,6 +479,7 @@ def test_without_root_a_process_cannot_hide_from_the_meter(tmp_path, one_fork):
         assert out[name][0][0] == "timeout", out
     assert [t[0] for t in out["children"]] == ["passed", "passed"], out
     assert out["report"][0][0] == "wrong_answer" and "(-1, 1)" in out["report"][0][2], out  # EPERM
+    assert out["report_pidns"][0][0] == "wrong_answer" and "(-1, 1)" in out["report_pidns"][0][2], out
     assert out["survivors"] == 0 and out["honest"], out
 
 
