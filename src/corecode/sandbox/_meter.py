@@ -97,10 +97,11 @@ class Meter:
     untrusted code): ``cpuacct.usage`` counts every process and thread of the job, including helpers that
     were never waited for and ones reaped by the kernel; ``memory.max_usage_in_bytes`` is the tree's
     high-water mark, reset by the worker before each test (root-only files: the job cannot reset them);
-    ``memory.limit_in_bytes`` caps the tree's memory as a whole. Without them: the worker sums
-    ``/proc`` of the job's processes every ``tick`` (helpers that live and die between two samples are
-    missed), and the peak is the main process's own high-water mark (which a job that is not root's
-    inferior, the unprivileged mode, can reset).
+    ``memory.limit_in_bytes`` caps the tree's memory as a whole. Without them: the supervisor sums the
+    job's processes every ``tick`` (each one's process CPU clock plus its reaped children's times from
+    ``/proc``, whole ticks; a helper that lives and dies between two samples counts once it is reaped, and
+    the program filter keeps the kernel from reaping any itself), and the peak is the main process's own
+    high-water mark (which a job that is not root's inferior, the unprivileged mode, can reset).
     """
 
     def __init__(self, fds: dict | None):
