@@ -90,12 +90,12 @@ class Events:
         os.pwrite(self.phase_fd, PHASE.pack(self.seq, local, float(cpu), float(now)), 0)
 
     def measure(self, tag: str, local: int) -> tuple[float, int]:
-        """Without the job cgroups: test ``local`` begins (``tag`` "test") or ended ("tested"), measured by
-        the supervisor, which waits for this word (one round trip per boundary). The judge cannot measure
+        """Without the job cgroups: test ``local`` begins (``tag`` "test"), ended ("tested"), or ended with
+        the next one beginning at once ("next"), measured by the supervisor, which waits for this word. The judge cannot measure
         there: hidepid=2 hides every job process from it (it runs in a user namespace of its own), so its
         own walk of /proc found nothing and every test's CPU read 0 s (red team, seventh session: 1.9 s of
         CPU passed a 1.0 s limit). The answer: the test's CPU so far (helpers included) and its peak
-        memory, for "tested"; zeros for "test"."""
+        memory, for "tested" and "next"; zeros for "test"."""
         self.mark = None
         self.send(tag, self.seq, local)
         while self.mark is None:
@@ -469,6 +469,7 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
         return [vd.result(i, "timeout", detail=f"loading the program used {used:.2f} s of CPU (helpers "
                                                 f"included), limit {load[1]:.2f} s") for i in indices]
     out: list[dict] = []
+    begun = -1  # the test the supervisor began with the previous one's "next" (no job cgroups)
     for local, index in enumerate(indices):
         if program.events.dead is not None or program.broken:
             out.append(vd.result(index, "not_run", detail="the program ended before this test ran"))
@@ -477,7 +478,9 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
         # Measured here, from the job's cgroups (or /proc), which the program cannot write; the supervisor
         # reads where each test began from the phase memfd (Events.begin: no message, no wake-up) to apply
         # the test's CPU and wall limits, which hold until the next test begins or the judge replies.
-        # Without the job cgroups the supervisor measures (``Events.measure``).
+        # Without the job cgroups the supervisor measures (``Events.measure``): one round trip per test, the
+        # end of one test and the start of the next in one ("next"; the program waits for its next call
+        # in between), a first "test" and a last "tested".
         local_meter = meter.cgroup
         if local_meter:
             c0 = meter.cpu()
@@ -485,7 +488,8 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
             t0 = time.monotonic()
             events.begin(local, c0, t0)
         else:
-            events.measure("test", local)
+            if begun != local:
+                events.measure("test", local)
             t0 = time.monotonic()
         outcome: dict = {"status": "passed"}
         try:
@@ -518,6 +522,9 @@ def run_function_tests(program: Program, events: Events, indices: list[int], sec
         wall = time.monotonic() - t0
         if local_meter:
             cpu, peak = meter.cpu() - c0, meter.peak() or 0
+        elif local + 1 < len(indices):
+            cpu, peak = events.measure("next", local)
+            begun = local + 1
         else:
             cpu, peak = events.measure("tested", local)
         fields = {"cpu_time_s": max(0.0, cpu), "wall_time_s": wall, "peak_memory_bytes": int(peak)}

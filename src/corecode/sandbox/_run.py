@@ -729,24 +729,27 @@ def _supervise(ctx: dict, public: dict, function: dict | None, program: dict | N
                         if tag == "replied":
                             state["replied"] = True
                             return state
-                        if tag in ("test", "tested") and len(item) == 3 and item[1] == jp.seq and not meter.cgroup \
-                                and type(item[2]) is int and 0 <= item[2] < len(test_limits):
+                        if tag in ("test", "tested", "next") and len(item) == 3 and item[1] == jp.seq \
+                                and not meter.cgroup and type(item[2]) is int and 0 <= item[2] < len(test_limits):
                             # Without the job cgroups the judge sees no job process (hidepid=2): it asks us
                             # to measure a test's start and end (``_judge.Events.measure``).
+                            now_c = meter.cpu()  # one walk of the job's processes serves both ends
                             if p_alive and phase_limit is not None:
-                                top = max(top, meter.cpu() - phase_c)
-                            if tag == "tested":
-                                _send_frame(sock, "mark", jp.seq, top, meter.peak() or 0)
-                                continue
-                            if seen == -1 and p_alive and p_reason is None and top > limits["load_cpu"]:
+                                top = max(top, now_c - phase_c)
+                            local, mark = item[2], (0.0, 0)
+                            if tag != "test":  # a test ended: its figures
+                                mark = (top, meter.peak() or 0)
+                                local += 1
+                            elif seen == -1 and p_alive and p_reason is None and top > limits["load_cpu"]:
                                 # the load's helpers on several cores can finish between two of our looks
                                 p_reason = "timeout"
                                 _kill(pfd)
                                 meter.kill_all()
-                            seen, phase_limit, phase_t, top = item[2], test_limits[item[2]], time.monotonic(), 0.0
-                            phase_c = meter.cpu()
-                            meter.reset_peak()
-                            _send_frame(sock, "mark", jp.seq, 0.0, 0)
+                            if tag != "tested" and local < len(test_limits):  # the next test begins now
+                                seen, phase_limit, phase_t, phase_c, top = (local, test_limits[local], time.monotonic(),
+                                                                            now_c, 0.0)
+                                meter.reset_peak()
+                            _send_frame(sock, "mark", jp.seq, *mark)  # (after the reset: the judge calls at once)
                 elif fd == pfd:
                     poller.unregister(pfd)
                     code = _reap_program(program)
