@@ -91,11 +91,11 @@ class Events:
 
     def measure(self, tag: str, local: int) -> tuple[float, int]:
         """Without the job cgroups: test ``local`` begins (``tag`` "test"), ended ("tested"), or ended with
-        the next one beginning at once ("next"), measured by the supervisor, which waits for this word. The judge cannot measure
-        there: hidepid=2 hides every job process from it (it runs in a user namespace of its own), so its
-        own walk of /proc found nothing and every test's CPU read 0 s (red team, seventh session: 1.9 s of
-        CPU passed a 1.0 s limit). The answer: the test's CPU so far (helpers included) and its peak
-        memory, for "tested" and "next"; zeros for "test"."""
+        the next one beginning at once ("next"), measured by the supervisor, which waits for this word.
+        The judge cannot measure there: hidepid=2 hides every job process from it (it runs in a user
+        namespace of its own), so its own walk of /proc found nothing and every test's CPU read 0 s (red
+        team, seventh session: 1.9 s of CPU passed a 1.0 s limit). The answer: the test's CPU so far
+        (helpers included) and its peak memory, for "tested" and "next"; zeros for "test"."""
         self.mark = None
         self.send(tag, self.seq, local)
         while self.mark is None:

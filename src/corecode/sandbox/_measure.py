@@ -280,14 +280,6 @@ def measure_child(payload: tuple, nonce: bytes, loops: int, traced: bool) -> Non
 
 
 # ------------------------------------------------------------------------------------ in the worker
-def _schedstat(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as f:
-            return int(f.read().split()[0]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 def _reset_hwm(pid: int) -> int | None:
     """Reset the child's RSS high-water mark (it waits for us, still running only our code); its RSS now."""
     try:
@@ -322,40 +314,9 @@ def _wait_begin(pid: int, result_r: int, frames, limit_s: float) -> bool:
         os.close(pidfd)
 
 
-def _process_cpu(pid: int) -> float | None:
-    """Every thread's CPU of a process (live or not yet reaped), in ns: its process CPU clock."""
-    try:
-        return time.clock_gettime(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of the process
-    except OSError:
-        return None
-
-
 def _reaped_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-def _cpu_now(meter, pid: int) -> float:
-    """The job's CPU: the job cgroup's; without it (no root), the child's threads (its process CPU clock,
-    in ns: one thread's schedstat missed work moved into threads), its reaped children (their times, in
-    ticks) and every other live process of the job (``Meter.cpu_of``). Until the eighth session only the
-    main thread counted there, so a program that ran its work in a thread or a helper process was measured
-    as almost free (``tests/test_sandbox_measure.py``)."""
-    if meter.cgroup:
-        return meter.cpu()
-    total = _process_cpu(pid)
-    if total is None:
-        total = _schedstat(pid)
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        total += (int(fields[13]) + int(fields[14])) / _meter.TICK
-    except (OSError, ValueError, IndexError):
-        pass
-    for p in meter.pids():
-        if p != pid and p != meter.self_pid and p not in meter.exclude and p not in meter.spare:
-            total += meter.cpu_of(p)
-    return total
 
 
 def _until_report(pid: int, result_r: int, out_fd: int, frames, limits: dict, cap: float, meter, c0: float):
@@ -373,7 +334,7 @@ def _until_report(pid: int, result_r: int, out_fd: int, frames, limits: dict, ca
     wall_limit = cap * limits["wall_factor"] + limits["wall_extra"]
     try:
         while True:
-            used = _cpu_now(meter, pid) - c0
+            used = meter.cpu() - c0
             if used > cap or time.monotonic() - t0 > wall_limit:
                 return "timeout", used
             if frames.corrupt:
@@ -384,7 +345,7 @@ def _until_report(pid: int, result_r: int, out_fd: int, frames, limits: dict, ca
                 return "memory", used
             for fd, _ in poller.poll(20):
                 if fd == pidfd:
-                    used = _cpu_now(meter, pid) - c0
+                    used = meter.cpu() - c0
                     os.set_blocking(result_r, False)
                     try:
                         while data := os.read(result_r, 1 << 16):
@@ -396,7 +357,7 @@ def _until_report(pid: int, result_r: int, out_fd: int, frames, limits: dict, ca
                 items = frames.feed(data)
                 if any(item[0] in (FRAME, "error") for item in items):
                     _stop_all(meter, pid)  # off the CPUs: the cgroup's count is then complete
-                    return None, _cpu_now(meter, pid) - c0
+                    return None, meter.cpu() - c0
                 if not data:
                     poller.unregister(result_r)
     finally:
@@ -434,7 +395,10 @@ def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: flo
 
     CPU and peak memory are counted from the child's ``begin`` (it then waits for our reading; no program
     code has run in it yet) until its report arrives (the hashes of its answers: it cannot send them before
-    it has done the work), every process and thread it started included (the job cgroup).
+    it has done the work), every process and thread it started included (the job cgroup; without it,
+    ``Meter.cpu``'s sum of the job's processes, and at least their reaped total, below: until the eighth
+    session only the child's main thread counted there, and work moved into a thread or a helper was
+    measured as almost free).
     """
     limits, meter = ctx["limits"], ctx["meter"]
     nonce = os.urandom(16)
@@ -461,12 +425,12 @@ def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: flo
     try:
         begun = _wait_begin(pid, result_r, frames, limits["wall_extra"] + cpu_cap * limits["wall_factor"])
         if begun:
-            c0 = _cpu_now(meter, pid)
+            c0 = meter.cpu()
             meter.reset_peak()
             rss0 = _reset_hwm(pid)
             os.write(ack_w, b"g")
             killed, cpu = _until_report(pid, result_r, out_fd, frames, limits, cpu_cap, meter, c0)
-            stopped = None if meter.cgroup else _process_cpu(pid)  # (all its threads, stopped or ended now)
+            stopped = None if meter.cgroup else _meter.process_cpu(pid)  # (all its threads, stopped or ended now)
             peak = meter.peak() if meter.cgroup else None
             hwm = _meter._status_field(pid, b"VmHWM:")
             if hwm is not None and rss0 is not None:
@@ -480,7 +444,7 @@ def _one_child(ctx: dict, payload: tuple, loops: int, traced: bool, cpu_cap: flo
         if stopped is not None:  # what its exit cost, read before it is reaped (below)
             try:
                 os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-                ended = _process_cpu(pid)
+                ended = _meter.process_cpu(pid)
                 exit_cost = ended - stopped if ended is not None else 0.0
             except ChildProcessError:
                 pass

@@ -80,6 +80,15 @@ def _open_stat(pid: int) -> int:
         return -1
 
 
+def process_cpu(pid: int) -> float | None:
+    """Every thread's CPU of a process of our PID namespace (live, or ended and not yet reaped), in seconds
+    with ns resolution: its process CPU clock, which the kernel gives without any permission; None if gone."""
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of the process ``pid``
+    except OSError:
+        return None
+
+
 def _exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -141,25 +150,21 @@ class Meter:
 
     @staticmethod
     def cpu_of(pid: int, clock: bool = True) -> float:
-        """One process's CPU (all its threads) and its reaped children's, from /proc. For a process whose
-        /proc we cannot read (not dumpable, without root), its threads' CPU from its process CPU clock,
-        which the kernel gives any process of the PID namespace (its reaped children's is lost there),
-        unless ``clock`` is off; 0 if it is gone."""
+        """One process's CPU (all its threads, from its process CPU clock, in ns: /proc's utime and stime are
+        whole ticks, each rounded down, and a red team hid ~10 ms per helper in a second thread) and its
+        reaped children's (from /proc, in ticks). For a process whose /proc we cannot read (not dumpable,
+        without root), its own CPU alone, unless ``clock`` is off; 0 if it is gone."""
         try:
             fields = _read_proc(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()
-            try:  # every thread, in ns (utime and stime are whole ticks, each rounded down: a red team hid
-                own = time.clock_gettime(((~pid) << 3) | 2)  # ~10 ms per helper in its second thread)
-            except OSError:
-                own = (int(fields[11]) + int(fields[12])) / TICK
-            return own + (int(fields[13]) + int(fields[14])) / TICK
+            children = (int(fields[13]) + int(fields[14])) / TICK
         except (OSError, ValueError, IndexError):
             if not clock:
                 return 0.0
-            try:
-                return time.clock_gettime(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of the process ``pid``
-            except (OSError, OverflowError):
-                return 0.0
-
+            fields, children = None, 0.0
+        own = process_cpu(pid)
+        if own is None:  # gone since
+            own = (int(fields[11]) + int(fields[12])) / TICK if fields is not None else 0.0
+        return own + children
 
     def _cgroup_empty(self) -> bool:
         """True only if the job cgroup's process list was read and holds no job process (``sweep``)."""
